@@ -1,0 +1,46 @@
+"""Test helpers shared by the package suites and the repo-level tests."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from paperworks.results import load_results
+
+
+def console_script(name: str) -> str:
+    """Path of the installed console script ``name`` (next to the running Python first)."""
+    here = Path(sys.executable).parent / name
+    if here.exists():
+        return str(here)
+    found = shutil.which(name)
+    if not found:
+        raise FileNotFoundError(f"console script {name!r} is not installed (pip install -e packages/{name})")
+    return found
+
+
+def run_cli(slug: str, run_dir: Path, *overrides: str, timeout: float = 300) -> dict:
+    """Run ``<slug> experiment=smoke hydra.run.dir=<run_dir> ...`` and return its validated results."""
+    args = [console_script(slug), *(overrides or ("experiment=smoke",)), f"hydra.run.dir={run_dir}"]
+    env = dict(os.environ, PYTHONHASHSEED="0", MPLBACKEND="Agg")
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=env)
+    if proc.returncode != 0:
+        raise AssertionError(f"{' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return load_results(Path(run_dir) / "results.json")
+
+
+def readme_python_blocks(readme: Path, marker: str = "## Quickstart") -> list[str]:
+    """The ```python blocks of the README section that starts with ``marker``."""
+    text = Path(readme).read_text(encoding="utf-8")
+    if marker not in text:
+        raise AssertionError(f"{readme} has no {marker!r} section")
+    section = text.split(marker, 1)[1].split("\n## ", 1)[0]
+    blocks = []
+    for part in section.split("```python")[1:]:
+        blocks.append(part.split("```", 1)[0])
+    if not blocks:
+        raise AssertionError(f"{readme}: {marker!r} holds no ```python block")
+    return blocks
