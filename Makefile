@@ -20,7 +20,7 @@ $(PY):
 
 # Re-install when a pyproject or the constraints change (editable installs see code edits at once).
 $(STAMP): $(PY) constraints.txt shared/pyproject.toml $(wildcard packages/*/pyproject.toml)
-	$(PIP) install -q -c constraints.txt ruff -e "shared[test,plot]" $(foreach p,$(PKGS),-e "packages/$(p)[test,plot]")
+	$(PIP) install -q -c constraints.txt ruff hatchling editables -e "shared[test,plot]" $(foreach p,$(PKGS),-e "packages/$(p)[test,plot]")
 	touch $(STAMP)
 
 setup: $(STAMP)

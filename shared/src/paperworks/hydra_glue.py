@@ -20,8 +20,8 @@ from __future__ import annotations
 import importlib
 import logging
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 from paperworks.device import resolve_device
 from paperworks.results import write_results

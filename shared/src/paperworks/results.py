@@ -26,10 +26,11 @@ import platform
 import subprocess
 import sys
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from paperworks.stats import Estimate
 
@@ -114,7 +115,7 @@ class Claim:
 
     @classmethod
     def threshold(cls, id: str, statement: str, metric: str, value, *, threshold: float, better: str,
-                  baselines: Mapping[str, Any] | None = None, notes: str = "") -> "Claim":
+                  baselines: Mapping[str, Any] | None = None, notes: str = "") -> Claim:
         est = _as_estimate(value)
         rule = {"kind": "threshold", "threshold": float(threshold), "better": better}
         return cls(id, statement, metric, est, threshold_verdict(est, threshold, better), rule,
@@ -122,7 +123,7 @@ class Claim:
 
     @classmethod
     def compare(cls, id: str, statement: str, metric: str, value, *, baseline: str,
-                baselines: Mapping[str, Any], better: str, margin: float = 0.0, notes: str = "") -> "Claim":
+                baselines: Mapping[str, Any], better: str, margin: float = 0.0, notes: str = "") -> Claim:
         if baseline not in baselines:
             raise ValueError(f"baseline {baseline!r} is not among baselines {sorted(baselines)}")
         est = _as_estimate(value)

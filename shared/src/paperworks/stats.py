@@ -28,7 +28,7 @@ class Estimate:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Estimate":
+    def from_dict(cls, d: dict) -> Estimate:
         return cls(**d)
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
-from typing import Callable
+from collections.abc import Callable
 
 from paperworks.device import _cuda_available
 

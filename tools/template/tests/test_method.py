@@ -1,6 +1,5 @@
 import numpy as np
 import pytest
-
 from __slug__ import sample_mean, sample_median
 
 

@@ -1,8 +1,7 @@
 """Console script: ``__slug__ experiment=smoke|quick|paper|bench key=value ...``."""
 
-from paperworks.hydra_glue import hydra_cli
-
 from __slug__.run import run
+from paperworks.hydra_glue import hydra_cli
 
 main = hydra_cli("__slug__", run)
 

@@ -6,11 +6,11 @@ import logging
 from pathlib import Path
 
 import numpy as np
-from paperworks import Claim, estimate, seeds_of
 
 from __slug__.baselines import sample_median
 from __slug__.data import gaussian_samples
 from __slug__.method import sample_mean
+from paperworks import Claim, estimate, seeds_of
 
 log = logging.getLogger(__name__)
 

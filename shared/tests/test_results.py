@@ -1,0 +1,98 @@
+import json
+
+import numpy as np
+import pytest
+from omegaconf import OmegaConf
+
+from paperworks import Claim, Estimate, compare, load_results, threshold_verdict, validate_results, write_results
+from paperworks.hydra_glue import execute
+
+CI = Estimate(1.0, 0.8, 1.2, 5)
+
+
+@pytest.mark.parametrize("est,thr,better,verdict", [
+    (CI, 0.5, "higher", "supported"),
+    (CI, 1.5, "higher", "not supported"),
+    (CI, 1.0, "higher", "inconclusive"),
+    (CI, 1.5, "lower", "supported"),
+    (CI, 0.5, "lower", "not supported"),
+    (Estimate(1.0), 1.0, "higher", "supported"),
+    (Estimate(0.9), 1.0, "higher", "not supported"),
+    (Estimate(float("nan")), 1.0, "higher", "inconclusive"),
+])
+def test_threshold_verdict(est, thr, better, verdict):
+    assert threshold_verdict(est, thr, better) == verdict
+
+
+def test_compare_verdicts():
+    fast, slow = Estimate(1.0, 0.9, 1.1, 3), Estimate(5.0, 4.0, 6.0, 3)
+    assert compare(fast, slow, "lower") == "supported"
+    assert compare(slow, fast, "lower") == "not supported"
+    assert compare(fast, Estimate(1.05, 0.95, 1.15, 3), "lower") == "inconclusive"
+    assert compare(fast, slow, "lower", margin=3.5) == "inconclusive"
+    assert compare(Estimate(2.0), Estimate(1.0), "higher") == "supported"
+    with pytest.raises(ValueError, match="better"):
+        compare(fast, slow, "faster")
+
+
+def test_claim_compare_requires_known_baseline():
+    with pytest.raises(ValueError, match="baseline"):
+        Claim.compare("x", "s", "m", 1.0, baseline="lp", baselines={"other": 2.0}, better="lower")
+
+
+def _doc(tmp_path, claims):
+    return write_results(tmp_path, package="paperworks", experiment="smoke", config={"a": np.int64(3)},
+                         claims=claims, seeds=[0, 1], timings={"total_s": 1.5},
+                         metrics=[{"seed": 0, "x": np.float64(0.5)}, {"seed": 1, "y": 2}])
+
+
+def test_write_results_roundtrip_and_validation(tmp_path):
+    c = Claim.threshold("acc", "accuracy above 0.5", "accuracy", Estimate(0.7, 0.6, 0.8, 2),
+                        threshold=0.5, better="higher", baselines={"chance": 0.5})
+    doc = _doc(tmp_path, [c])
+    assert doc["claims"][0]["verdict"] == "supported"
+    assert load_results(tmp_path) == doc
+    assert doc["config"] == {"a": 3} and doc["machine"]["cores"] >= 1
+    assert (tmp_path / "metrics.csv").read_text().splitlines()[0] == "seed,x,y"
+    assert not list(tmp_path.glob(".*tmp")), "temporary files must be replaced atomically"
+
+    tampered = json.loads((tmp_path / "results.json").read_text())
+    tampered["claims"][0]["verdict"] = "not supported"
+    with pytest.raises(ValueError, match="numbers give"):
+        validate_results(tampered)
+    del tampered["git_commit"]
+    with pytest.raises(ValueError, match="lacks"):
+        validate_results(tampered)
+
+
+def test_nan_is_stored_as_null_and_is_inconclusive(tmp_path):
+    c = Claim.threshold("x", "s", "m", float("nan"), threshold=1.0, better="higher")
+    doc = _doc(tmp_path, [c])
+    assert doc["claims"][0]["method"]["value"] is None
+    assert doc["claims"][0]["verdict"] == "inconclusive"
+    json.loads((tmp_path / "results.json").read_text())  # standard JSON, no NaN literal
+
+
+def test_results_need_claims(tmp_path):
+    with pytest.raises(ValueError, match="at least one claim"):
+        _doc(tmp_path, [])
+
+
+def test_execute_seeds_times_and_writes(tmp_path):
+    seen = {}
+
+    def run(cfg, out_dir=None):
+        seen["first"] = np.random.rand()
+        seen["out_dir"] = out_dir
+        return {"claims": [Claim.threshold("c", "s", "m", 2.0, threshold=1.0, better="higher")],
+                "metrics": [{"k": 1}], "timings": {"fit_s": 0.1}}
+
+    cfg = OmegaConf.create({"seed": 4, "seeds": 2, "device": "cpu", "experiment": {"name": "quick"}})
+    doc = execute("paperworks", run, cfg, tmp_path)
+    first = seen["first"]
+    execute("paperworks", run, cfg, tmp_path)
+    assert seen["first"] == first and seen["out_dir"] == tmp_path
+    assert doc["seeds"] == [4, 5] and doc["experiment"] == "quick"
+    assert set(doc["timings"]) == {"total_s", "fit_s"}
+    with pytest.raises(TypeError, match="must return a dict"):
+        execute("paperworks", lambda cfg, out_dir=None: None, cfg, tmp_path)

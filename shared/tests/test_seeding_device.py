@@ -1,0 +1,59 @@
+import random
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from paperworks import device as device_mod
+from paperworks import resolve_device, seed_everything, seeds_of
+
+torch = pytest.importorskip("torch")
+
+
+def test_seed_everything_reproduces_all_generators():
+    def draw():
+        g = seed_everything(123)
+        return random.random(), np.random.rand(), torch.rand(1).item(), g.random()
+
+    assert draw() == draw()
+    a = draw()
+    seed_everything(124)
+    assert np.random.rand() != a[1]
+
+
+@pytest.mark.parametrize("bad", [-1, 2**32, 1.5, "3", True])
+def test_seed_rejects_bad_values(bad):
+    with pytest.raises((TypeError, ValueError), match="seed"):
+        seed_everything(bad)
+
+
+def test_seeds_of_forms():
+    assert seeds_of({"seed": 5}) == [5]
+    assert seeds_of({"seed": 2, "seeds": 3}) == [2, 3, 4]
+    assert seeds_of({"seeds": [7, 9]}) == [7, 9]
+    with pytest.raises(ValueError, match="seeds"):
+        seeds_of({"seeds": 0})
+
+
+def test_resolve_device(monkeypatch):
+    monkeypatch.setattr(device_mod, "_cuda_available", lambda: False)
+    assert resolve_device("auto") == "cpu"
+    assert resolve_device("CPU") == "cpu"
+    with pytest.raises(ValueError, match="no CUDA"):
+        resolve_device("cuda")
+    monkeypatch.setattr(device_mod, "_cuda_available", lambda: True)
+    assert resolve_device("auto") == "cuda"
+    assert resolve_device("cuda:1") == "cuda:1"
+    for bad in ("gpu", "cpu:0", ""):
+        with pytest.raises(ValueError, match="device"):
+            resolve_device(bad)
+    with pytest.raises(TypeError):
+        resolve_device(0)
+
+
+def test_import_touches_no_gpu_jax_triton_or_matplotlib():
+    code = ("import sys, paperworks, paperworks.report, paperworks.hydra_glue, paperworks.testing;"
+            "bad = [m for m in ('torch', 'jax', 'triton', 'matplotlib', 'hydra') if m in sys.modules];"
+            "assert not bad, bad")
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -1,0 +1,91 @@
+"""Repository-level invariants: the README table, the top-level files, run_tests selection."""
+
+import re
+import subprocess
+import sys
+
+import conformity
+import pytest
+import run_tests
+
+ROOT = conformity.ROOT
+PACKAGES = conformity.package_dirs()
+
+PAPERS = ROOT.parent / "shared" / "papers"
+
+
+def readme_rows():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    return {m[0]: (m[1], m[2]) for m in re.findall(r"^\| `(\w+)` \| .+? \| (planned|available) \| (.+?) \|$", text, re.M)}
+
+
+def test_top_level_files_exist():
+    for f in ("README.md", "Makefile", "pyproject.toml", "constraints.txt", ".github/workflows/ci.yml", ".ci/run",
+              "tools/run_tests.py", "tools/new_package.py", "tools/report.py", "shared/pyproject.toml"):
+        assert (ROOT / f).exists(), f
+    assert "[project]" not in (ROOT / "pyproject.toml").read_text(), "top-level pyproject is tool config only"
+    assert "torch==2.13.0" in (ROOT / "constraints.txt").read_text()
+    assert "make test" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_readme_lists_every_paper_with_true_status():
+    rows = readme_rows()
+    if PAPERS.is_dir():
+        slugs = {p.stem for p in PAPERS.glob("*.md") if p.stem != "README"}
+        assert set(rows) == slugs
+    assert len(rows) == 38
+    have = {p.name for p in PACKAGES}
+    for slug, (status, link) in rows.items():
+        if slug in have:
+            assert status == "available", f"{slug} exists: mark it available"
+            assert f"(packages/{slug}/README.md)" in link
+        else:
+            assert status == "planned", f"{slug} has no package yet"
+
+
+def test_changed_selection(monkeypatch):
+    monkeypatch.setattr(run_tests, "packages", lambda: ["a", "b"])
+
+    def diff(files):
+        return lambda *a, **k: subprocess.CompletedProcess(a, 0, stdout="\n".join(files))
+
+    monkeypatch.setattr(run_tests.subprocess, "run", diff(["packages/b/src/b/x.py", "README.md"]))
+    assert run_tests.changed_packages("main") == ["b"]
+    monkeypatch.setattr(run_tests.subprocess, "run", diff(["shared/src/paperworks/stats.py"]))
+    assert run_tests.changed_packages("main") == ["a", "b"]
+    monkeypatch.setattr(run_tests.subprocess, "run", diff(["constraints.txt"]))
+    assert run_tests.changed_packages("main") == ["a", "b"]
+    monkeypatch.setattr(run_tests.subprocess, "run", diff(["docs.md"]))
+    assert run_tests.changed_packages("main") == []
+
+
+def test_list_is_json_for_ci():
+    out = subprocess.run([sys.executable, str(ROOT / "tools" / "run_tests.py"), "--list", "--json"],
+                         capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[" + ", ".join(f'"{p.name}"' for p in PACKAGES) + "]"
+
+
+def test_unknown_package_is_refused():
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "run_tests.py"), "--pkg", "nosuchpkg"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "unknown package" in proc.stderr
+
+
+@pytest.mark.parametrize("bad", ["Bad", "1abc", "a-b", "x"])
+def test_new_package_rejects_bad_slugs(bad, tmp_path):
+    import new_package
+
+    with pytest.raises(ValueError, match="slug"):
+        new_package.scaffold(bad, tmp_path)
+
+
+def test_report_tool_refuses_missing_dir(tmp_path):
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "report.py"), str(tmp_path / "none"), str(tmp_path)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "does not exist" in proc.stderr
+
+
+def test_ci_workflow_uses_run_tests():
+    wf = (ROOT / ".github" / "workflows" / "ci.yml").read_text()
+    assert "tools/run_tests.py --list --changed" in wf
+    assert "-c constraints.txt" in wf
