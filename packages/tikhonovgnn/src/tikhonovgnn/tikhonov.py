@@ -1,0 +1,376 @@
+r"""The Tikhonov layer (Tremblay, Ricaud, Bianchi, NeurIPS 2026; arXiv 2605.28578).
+
+.. math::
+
+    R = (p(L) + Q)^{-1} Q, \qquad
+    Rx = \arg\min_y\; (y - x)^\top Q (y - x) + y^\top p(L)\, y,
+
+with :math:`L` the normalised Laplacian, :math:`Q = \mathrm{diag}(q)` positive node-importance
+scores produced by a Q-network, and :math:`p` a polynomial that is non-negative on the spectrum
+``[0, 2]`` (Bernstein basis with non-negative coefficients), so :math:`p(L) + Q` is positive definite.
+
+Gauge. :math:`(c\,p, c\,Q)` gives the same :math:`R` for every :math:`c > 0`. The layer fixes the
+gauge by normalising ``q`` to mean 1 on every graph *before* the solve; ``p`` is a model parameter
+shared by all graphs. The explanation of a graph is then the pair ``(q, p)`` with ``mean(q) = 1``,
+comparable across graphs, and distinct pairs give distinct operators (see
+:func:`recover_explanation`).
+
+Inferred from the abstract (the paper's code is not public): the Bernstein parameterisation, the
+mean-``q`` gauge, the softplus Q-network, ``q`` computed from the layer's input features, and the
+read-outs of :class:`TikhonovGNN`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from torch_geometric.nn import MLP, global_add_pool, global_mean_pool
+from torch_geometric.nn.models import GIN
+from torch_geometric.utils import scatter
+
+from tikhonovgnn.solve import (
+    check_graph,
+    dense_laplacian,
+    normalized_laplacian,
+    poly_apply,
+    solve_cg,
+    solve_dense,
+)
+
+__all__ = [
+    "BernsteinPolynomial",
+    "QNetwork",
+    "TikhonovLayer",
+    "TikhonovGNN",
+    "tikhonov_objective",
+    "propagation_matrix",
+    "recover_explanation",
+]
+
+_SOLVERS = ("auto", "dense", "cg")
+
+
+def _positive_int(name: str, v, minimum: int = 1) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {v!r}")
+    return v
+
+
+# the positive polynomial ---------------------------------------------------------------
+
+class BernsteinPolynomial(nn.Module):
+    r"""A polynomial of degree ``K`` that is non-negative on ``[0, 2]`` by construction.
+
+    :math:`p(\lambda) = \sum_{k=0}^K \theta_k \binom{K}{k} (\lambda/2)^k (1-\lambda/2)^{K-k}` with
+    :math:`\theta_k = \mathrm{softplus}(w_k) \ge 0`; every Bernstein basis function is ``≥ 0`` on
+    ``[0, 2]``, so is ``p``. ``p(0) = θ_0`` and ``p(2) = θ_K``.
+
+    Args:
+        degree: ``K >= 0``.
+        init: initial value of every ``θ_k`` (a flat ``p``: ``R = (θ I + Q)^{-1} Q``).
+    """
+
+    def __init__(self, degree: int = 4, *, init: float = 1.0):
+        super().__init__()
+        self.degree = _positive_int("degree", degree, 0)
+        if not init > 0:
+            raise ValueError(f"init must be positive, got {init}")
+        self.init = float(init)
+        self.raw = nn.Parameter(torch.empty(degree + 1))
+        K = degree
+        # M[k, j] = coefficient of λ^j in the k-th Bernstein basis function on [0, 2]
+        M = torch.zeros(K + 1, K + 1, dtype=torch.float64)
+        for k in range(K + 1):
+            for i in range(K - k + 1):
+                M[k, k + i] = math.comb(K, k) * math.comb(K - k, i) * (-1.0) ** i * 2.0 ** (-(k + i))
+        self.register_buffer("to_monomial", M, persistent=False)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        with torch.no_grad():
+            self.raw.fill_(math.log(math.expm1(self.init)))
+
+    @property
+    def theta(self) -> Tensor:
+        """The non-negative Bernstein coefficients ``[K+1]``."""
+        return F.softplus(self.raw)
+
+    def monomial(self, dtype: torch.dtype | None = None) -> Tensor:
+        """Coefficients ``c`` with ``p(λ) = Σ_k c_k λ^k``."""
+        c = self.theta.to(torch.float64) @ self.to_monomial
+        return c.to(dtype or self.raw.dtype)
+
+    def forward(self, lam: Tensor) -> Tensor:
+        """``p(λ)`` elementwise (Bernstein form, numerically stable on ``[0, 2]``)."""
+        lam = torch.as_tensor(lam, dtype=self.raw.dtype, device=self.raw.device)
+        t = lam / 2
+        K = self.degree
+        basis = torch.stack([math.comb(K, k) * t**k * (1 - t) ** (K - k) for k in range(K + 1)], -1)
+        return basis @ self.theta
+
+    def extra_repr(self) -> str:
+        return f"degree={self.degree}"
+
+
+# the Q-network ---------------------------------------------------------------------------
+
+class QNetwork(nn.Module):
+    """Node-importance scores ``q_i = softplus(f(x)_i) + eps > 0`` from a network of any depth.
+
+    Args:
+        in_channels: input feature size.
+        hidden_channels: width of the hidden layers.
+        num_layers: depth (``>= 1``).
+        kind: ``"mlp"`` (PyG ``MLP``, node-wise) or ``"gin"`` (PyG ``GIN``, sees the topology).
+        eps: floor added after the softplus, keeps ``Q`` well conditioned.
+    """
+
+    def __init__(self, in_channels: int, hidden_channels: int = 32, num_layers: int = 2, *, kind: str = "mlp",
+                 eps: float = 1e-3):
+        super().__init__()
+        _positive_int("in_channels", in_channels)
+        _positive_int("hidden_channels", hidden_channels)
+        _positive_int("num_layers", num_layers)
+        if kind not in ("mlp", "gin"):
+            raise ValueError(f"kind must be 'mlp' or 'gin', got {kind!r}")
+        self.kind, self.eps = kind, float(eps)
+        if kind == "mlp":
+            self.net = MLP([in_channels] + [hidden_channels] * (num_layers - 1) + [1], norm=None)
+        else:
+            self.net = GIN(in_channels, hidden_channels, num_layers, out_channels=1)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        self.net.reset_parameters()
+
+    def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
+        z = self.net(x) if self.kind == "mlp" else self.net(x, edge_index)
+        return F.softplus(z.squeeze(-1)) + self.eps
+
+
+# the layer -------------------------------------------------------------------------------
+
+class TikhonovLayer(nn.Module):
+    r"""The Tikhonov layer :math:`X' = (p(L) + Q)^{-1} Q\, X W + b`.
+
+    ``q`` comes from a :class:`QNetwork` on the layer's input and is normalised to mean 1 per graph
+    (the gauge); ``p`` is a :class:`BernsteinPolynomial`.
+
+    Args:
+        in_channels, out_channels: feature sizes.
+        degree: degree ``K`` of ``p``.
+        q_hidden, q_layers, q_kind: the Q-network (see :class:`QNetwork`).
+        solver: ``"dense"`` (``torch.linalg.solve`` per graph), ``"cg"`` (conjugate gradient with
+            implicit differentiation) or ``"auto"`` (dense up to ``dense_max_nodes`` nodes per graph).
+        cg_tol, cg_maxiter: CG stopping rule.
+        bias: add a learnable bias.
+
+    Shapes: ``x [N, in]``, ``edge_index [2, E]``, ``batch [N]`` (PyG block-diagonal batches) →
+    ``[N, out]``.
+
+    Example:
+        >>> layer = TikhonovLayer(8, 4, degree=3)
+        >>> out = layer(torch.randn(10, 8), torch.tensor([[0, 1], [1, 0]]))
+        >>> out.shape
+        torch.Size([10, 4])
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, *, degree: int = 4, q_hidden: int = 32,
+                 q_layers: int = 2, q_kind: str = "mlp", solver: str = "auto", cg_tol: float = 1e-6,
+                 cg_maxiter: int = 1000, dense_max_nodes: int = 2048, bias: bool = True):
+        super().__init__()
+        _positive_int("in_channels", in_channels)
+        _positive_int("out_channels", out_channels)
+        if solver not in _SOLVERS:
+            raise ValueError(f"solver must be one of {_SOLVERS}, got {solver!r}")
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.solver, self.cg_tol, self.cg_maxiter = solver, float(cg_tol), int(cg_maxiter)
+        self.dense_max_nodes = int(dense_max_nodes)
+        self.lin = nn.Linear(in_channels, out_channels, bias=False)
+        self.bias = nn.Parameter(torch.zeros(out_channels)) if bias else None
+        self.q_net = QNetwork(in_channels, q_hidden, q_layers, kind=q_kind)
+        self.poly = BernsteinPolynomial(degree)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        self.lin.reset_parameters()
+        if self.bias is not None:
+            nn.init.zeros_(self.bias)
+        self.q_net.reset_parameters()
+        self.poly.reset_parameters()
+
+    # gauge-fixed importance scores
+    def importance(self, x: Tensor, edge_index: Tensor, batch: Tensor | None = None) -> Tensor:
+        """``q`` normalised to mean 1 on every graph of the batch, shape ``[N]``."""
+        q = self.q_net(x, edge_index)
+        if batch is None:
+            return q / q.mean()
+        mean = scatter(q, batch, dim=0, reduce="mean")
+        return q / mean[batch]
+
+    def _pick_solver(self, batch: Tensor | None, n: int) -> str:
+        if self.solver != "auto":
+            return self.solver
+        largest = n if batch is None else int(torch.bincount(batch).max())
+        return "dense" if largest <= self.dense_max_nodes else "cg"
+
+    def propagate(self, h: Tensor, edge_index: Tensor, q: Tensor, batch: Tensor | None = None,
+                  edge_weight: Tensor | None = None, solver: str | None = None) -> Tensor:
+        """``(p(L) + diag(q))^{-1} diag(q) h`` for given ``q`` (no gauge fixing here)."""
+        n = h.size(0)
+        solver = solver or self._pick_solver(batch, n)
+        coeffs = self.poly.monomial(h.dtype)
+        b = q[:, None] * h
+        if solver == "dense":
+            from torch_geometric.utils import to_dense_batch
+
+            L, mask = dense_laplacian(edge_index, n, batch, edge_weight, dtype=h.dtype)
+            bd, _ = to_dense_batch(b, batch, max_num_nodes=L.size(-1))
+            qd, _ = to_dense_batch(q[:, None], batch, max_num_nodes=L.size(-1))
+            y = solve_dense(L, mask, coeffs, qd.squeeze(-1), bd)
+            return y[mask]
+        L = normalized_laplacian(edge_index, n, edge_weight, dtype=h.dtype)
+        return solve_cg(L, coeffs, q, b, tol=self.cg_tol, maxiter=self.cg_maxiter)
+
+    def forward(self, x: Tensor, edge_index: Tensor, batch: Tensor | None = None,
+                edge_weight: Tensor | None = None) -> Tensor:
+        check_graph(x, edge_index, edge_weight, batch)
+        q = self.importance(x, edge_index, batch)
+        # apply W on the side with fewer columns: R(XW) = (RX)W
+        if self.out_channels <= self.in_channels:
+            out = self.propagate(self.lin(x), edge_index, q, batch, edge_weight)
+        else:
+            out = self.lin(self.propagate(x, edge_index, q, batch, edge_weight))
+        return out + self.bias if self.bias is not None else out
+
+    @torch.no_grad()
+    def explain(self, x: Tensor, edge_index: Tensor, batch: Tensor | None = None, *,
+                grid: int = 101) -> dict:
+        """The built-in explanation: gauge-fixed ``q`` and the curve ``p(λ)`` on ``[0, 2]``.
+
+        Returns ``{"q": [N], "p": callable, "lambda": [grid], "p_values": [grid],
+        "response": [grid]}``; ``response = 1 / (1 + p(λ))`` is the spectral response of ``R`` when
+        ``q ≡ 1`` (low-pass if it decreases with λ, high-pass if it increases).
+        """
+        check_graph(x, edge_index, None, batch)
+        q = self.importance(x, edge_index, batch)
+        lam = torch.linspace(0, 2, grid, dtype=self.poly.raw.dtype)
+        pv = self.poly(lam)
+        poly = self.poly
+
+        def p(lmbda) -> Tensor:
+            with torch.no_grad():
+                return poly(lmbda)
+
+        return {"q": q, "p": p, "lambda": lam, "p_values": pv, "response": 1.0 / (1.0 + pv),
+                "theta": self.poly.theta.detach().clone()}
+
+    def extra_repr(self) -> str:
+        return f"{self.in_channels}, {self.out_channels}, solver={self.solver!r}"
+
+
+# a model ---------------------------------------------------------------------------------
+
+class TikhonovGNN(nn.Module):
+    """A one-Tikhonov-layer model for graph or node classification.
+
+    ``task="graph"``: ``h = [x ‖ TikhonovLayer(x)]`` → node-wise MLP → ``pool`` → linear.
+    ``task="node"``: ``h = MLP(x)`` → ``TikhonovLayer(h)`` (predict, then propagate, as APPNP).
+
+    Args:
+        in_channels, hidden_channels, out_channels: feature sizes.
+        task: ``"graph"`` or ``"node"``.
+        pool: ``"sum"`` or ``"mean"`` (graph task).
+        dropout: dropout in the MLPs.
+        **layer_kwargs: passed to :class:`TikhonovLayer` (``degree``, ``q_kind``, ``solver``, ...).
+    """
+
+    def __init__(self, in_channels: int, hidden_channels: int, out_channels: int, *, task: str = "graph",
+                 pool: str = "sum", dropout: float = 0.0, **layer_kwargs):
+        super().__init__()
+        if task not in ("graph", "node"):
+            raise ValueError(f"task must be 'graph' or 'node', got {task!r}")
+        if pool not in ("sum", "mean"):
+            raise ValueError(f"pool must be 'sum' or 'mean', got {pool!r}")
+        self.task, self.pool = task, pool
+        if task == "graph":
+            self.tikhonov = TikhonovLayer(in_channels, hidden_channels, **layer_kwargs)
+            self.node_mlp = MLP([in_channels + hidden_channels, hidden_channels, hidden_channels], dropout=dropout,
+                                norm=None)
+            self.head = nn.Linear(hidden_channels, out_channels)
+        else:
+            self.encoder = MLP([in_channels, hidden_channels, hidden_channels], dropout=dropout, norm=None)
+            self.tikhonov = TikhonovLayer(hidden_channels, out_channels, **layer_kwargs)
+
+    def reset_parameters(self) -> None:
+        for m in self.children():
+            m.reset_parameters()
+
+    def forward(self, x: Tensor, edge_index: Tensor, batch: Tensor | None = None, **_) -> Tensor:
+        if self.task == "node":
+            return self.tikhonov(self.encoder(x), edge_index, batch)
+        h = torch.cat([x, self.tikhonov(x, edge_index, batch)], -1)
+        h = self.node_mlp(h)
+        if batch is None:
+            batch = torch.zeros(x.size(0), dtype=torch.long, device=x.device)
+        pooled = global_add_pool(h, batch) if self.pool == "sum" else global_mean_pool(h, batch)
+        return self.head(pooled)
+
+    @torch.no_grad()
+    def explain(self, x: Tensor, edge_index: Tensor, batch: Tensor | None = None, **kw) -> dict:
+        """The Tikhonov layer's ``(q, p)`` explanation for this input."""
+        inp = self.encoder(x) if self.task == "node" else x
+        return self.tikhonov.explain(inp, edge_index, batch, **kw)
+
+
+# references and diagnostics -------------------------------------------------------------
+
+def propagation_matrix(L: Tensor, q: Tensor, p: Callable[[Tensor], Tensor] | Tensor) -> Tensor:
+    """Dense ``R = (p(L) + Q)^{-1} Q`` from a dense Laplacian, via its eigendecomposition.
+
+    ``p``: a callable on eigenvalues, or monomial coefficients. Independent of the layer's Horner
+    path (used as a reference in tests and diagnostics).
+    """
+    lam, U = torch.linalg.eigh(L)
+    pv = p(lam) if callable(p) else sum(c * lam**k for k, c in enumerate(p))
+    P = (U * pv) @ U.T
+    return torch.linalg.solve(P + torch.diag(q), torch.diag(q))
+
+
+def tikhonov_objective(y: Tensor, x: Tensor, L: Tensor, q: Tensor, coeffs: Tensor) -> Tensor:
+    """``(y - x)^T Q (y - x) + y^T p(L) y`` summed over channels (``L`` sparse or dense)."""
+    d = y - x
+    return (q[:, None] * d * d).sum() + (y * poly_apply(L, coeffs, y)).sum()
+
+
+def recover_explanation(R: Tensor, L: Tensor, degree: int) -> tuple[Tensor, Tensor, float]:
+    r"""Recover the gauge-fixed explanation ``(q, c)`` from an operator ``R`` alone.
+
+    From :math:`R^{-1} = I + Q^{-1} p(L)` we get :math:`Q (R^{-1} - I) = p(L) = \sum_k c_k L^k`, a
+    homogeneous linear system in ``(q, c)``. Its null space is one-dimensional when the support of
+    ``p(L)`` is connected (the gauge); fixing ``mean(q) = 1`` picks the unique solution, so distinct
+    gauge-fixed explanations give distinct operators.
+
+    Returns ``(q, c, gap)``; ``gap`` = ratio of the two smallest singular values of the system
+    (≪ 1 means the null space is one-dimensional, i.e. identifiable).
+    """
+    R, L = R.detach(), L.detach()
+    n = R.size(0)
+    M = torch.linalg.inv(R) - torch.eye(n, dtype=R.dtype)
+    powers = [torch.eye(n, dtype=R.dtype)]
+    for _ in range(degree):
+        powers.append(powers[-1] @ L)
+    # unknowns: q (n) and c (degree + 1); equations: every entry of Q M - Σ c_k L^k = 0
+    cols = [(torch.eye(n, dtype=R.dtype)[:, :, None] * M[None, :, :]).reshape(n, -1).T]
+    cols.append(-torch.stack([P.reshape(-1) for P in powers], 1))
+    A = torch.cat(cols, 1)
+    _, S, Vh = torch.linalg.svd(A, full_matrices=False)
+    v = Vh[-1]
+    q, c = v[:n], v[n:]
+    scale = q.mean()
+    gap = float(S[-1] / S[-2]) if S.numel() > 1 else 0.0
+    return q / scale, c / scale, gap
