@@ -51,6 +51,16 @@ def scaffold(slug: str, dest_root: Path, title: str | None = None, papers_dir: P
     return dest
 
 
+def mark_available(slug: str, readme: Path = ROOT / "README.md") -> bool:
+    """Flip the paper's row in the top README's table to ``available`` with a link to its README."""
+    text = readme.read_text(encoding="utf-8")
+    pat = re.compile(rf"^(\| `{re.escape(slug)}` \| .+? \| )planned \| .+? \|$", re.M)
+    new, n = pat.subn(rf"\1available | [README](packages/{slug}/README.md) |", text)
+    if n:
+        readme.write_text(new, encoding="utf-8")
+    return bool(n)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("slug")
@@ -62,6 +72,8 @@ def main(argv=None) -> int:
     except (ValueError, FileExistsError) as e:
         print(f"new_package: {e}", file=sys.stderr)
         return 2
+    if args.dest.resolve() == (ROOT / "packages").resolve() and mark_available(args.slug):
+        print(f"README.md: {args.slug} marked available")
     print(f"created {dest}; install it with: make setup (or pip install -c constraints.txt -e {dest}[test,plot])")
     return 0
 
