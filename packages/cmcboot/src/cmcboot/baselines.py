@@ -34,7 +34,9 @@ def episodic_bootstrap_counts(episode_counts, n_boot: int, rng: np.random.Genera
     """
     ec = np.asarray(episode_counts)
     D, K = ec.shape[:2]
-    W = rng.multinomial(K, np.full(K, 1.0 / K), size=(D, n_boot)).astype(float)
+    pick = rng.integers(0, K, size=(D * n_boot, K))
+    key = (np.arange(D * n_boot)[:, None] * K + pick).ravel()
+    W = np.bincount(key, minlength=D * n_boot * K).reshape(D, n_boot, K).astype(float)
     flat = ec.reshape(D, K, -1).astype(float)
     return np.rint(W @ flat).astype(np.int32).reshape(D, n_boot, *ec.shape[2:])
 

@@ -314,6 +314,30 @@ def confidence_interval(point, replicates, level: float = 0.95, method: str = "p
     return 2 * point - hi, 2 * point - lo
 
 
+def confidence_intervals(point, replicates, levels, methods=CI_METHODS, axis: int = 0) -> dict:
+    """``{(method, level): (lower, upper)}`` for several levels and methods, sharing the quantiles."""
+    levels = [_check_level(lev) for lev in levels]
+    reps = np.asarray(replicates, dtype=float)
+    point = np.asarray(point, dtype=float)
+    probs = sorted({p for lev in levels for p in ((1 - lev) / 2, (1 + lev) / 2)})
+    q = dict(zip(probs, np.quantile(reps, probs, axis=axis)))
+    sd = reps.std(axis=axis, ddof=1) if "normal" in methods else None
+    out = {}
+    for lev in levels:
+        lo, hi = q[(1 - lev) / 2], q[(1 + lev) / 2]
+        for m in methods:
+            if m == "percentile":
+                out[(m, lev)] = (lo, hi)
+            elif m == "basic":
+                out[(m, lev)] = (2 * point - hi, 2 * point - lo)
+            elif m == "normal":
+                h = stats.norm.ppf((1 + lev) / 2) * sd
+                out[(m, lev)] = (point - h, point + h)
+            else:
+                raise ValueError(f"method must be one of {CI_METHODS}, got {m!r}")
+    return out
+
+
 # the estimators --------------------------------------------------------------------------------
 
 class _KernelBootstrap(BaseEstimator):
