@@ -1,0 +1,24 @@
+import csv
+
+from paperworks.testing import run_cli
+
+CLAIMS = {"ftp_constant_loss_pricing", "loss_under_bound", "robust_rate_pricing", "robust_beats_ric_h"}
+
+
+def test_smoke_cli_writes_results(tmp_path):
+    doc = run_cli("robustpredict", tmp_path / "run")
+    assert doc["package"] == "robustpredict"
+    assert doc["experiment"] == "smoke"
+    assert {c["id"] for c in doc["claims"]} == CLAIMS
+    rows = list(csv.DictReader(open(tmp_path / "run" / "metrics.csv")))
+    # the brief's smoke check: robust < FTP at every η, and robust falls with η
+    by = {}
+    for r in rows:
+        if r["setting"] == "controlled":
+            by.setdefault((r["policy"], float(r["eta"])), []).append(float(r["excess_loss"]))
+    etas = sorted({e for _, e in by})
+    assert len(etas) == 3
+    mean = {k: sum(v) / len(v) for k, v in by.items()}
+    assert all(mean[("robust", e)] < mean[("ftp", e)] for e in etas)
+    assert all(mean[("robust", a)] < mean[("robust", b)] for a, b in zip(etas, etas[1:]))
+    assert list(tmp_path.joinpath("run").glob("*.png"))
