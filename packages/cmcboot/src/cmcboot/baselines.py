@@ -24,7 +24,6 @@ from scipy import stats
 from cmcboot.bootstrap import _check_level, _KernelBootstrap, count_transitions, estimate_kernel
 from cmcboot.mdp import check_gamma, check_policy, check_rewards, greedy, policy_kernel, value_iteration
 
-
 # episodic bootstrap ------------------------------------------------------------------------------
 
 def episodic_bootstrap_counts(episode_counts, n_boot: int, rng: np.random.Generator) -> np.ndarray:

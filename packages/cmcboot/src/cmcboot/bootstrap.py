@@ -38,7 +38,7 @@ import numpy as np
 from scipy import stats
 from sklearn.base import BaseEstimator
 
-from cmcboot.mdp import check_gamma, check_policy, check_rewards, greedy, tie_mask, targets
+from cmcboot.mdp import check_gamma, check_policy, check_rewards, greedy, targets, tie_mask
 
 UNVISITED = ("uniform", "self")
 REGIMES = ("chain", "episodic")

@@ -1,8 +1,7 @@
 """Console script: ``cmcboot experiment=smoke|quick|paper|bench key=value ...``."""
 
-from paperworks.hydra_glue import hydra_cli
-
 from cmcboot.run import run
+from paperworks.hydra_glue import hydra_cli
 
 main = hydra_cli("cmcboot", run)
 

@@ -139,10 +139,10 @@ def rollout(env, policy, n_steps: int, *, seed: int | None = None) -> np.ndarray
     """
     rng = np.random.default_rng(seed)
     if not callable(policy):
-        table = np.asarray(policy, dtype=float)
+        cdf = _cum(np.asarray(policy, dtype=float))
 
-        def policy(obs, rng, _c=_cum(table)):
-            return int(np.searchsorted(_c[int(obs)], rng.random(), side="right"))
+        def policy(obs, rng):
+            return int(np.searchsorted(cdf[int(obs)], rng.random(), side="right"))
 
     obs, _ = env.reset(seed=seed)
     rows = []

@@ -19,7 +19,6 @@ import numbers
 
 import numpy as np
 
-
 # validation ------------------------------------------------------------------------------------
 
 def check_gamma(gamma) -> float:

@@ -15,7 +15,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-from paperworks import Claim, Estimate, estimate, seeds_of
 from scipy import stats
 from threadpoolctl import threadpool_limits
 from tqdm import tqdm
@@ -25,6 +24,7 @@ from cmcboot.bootstrap import confidence_intervals, estimate_behaviour, estimate
 from cmcboot.data import riverswim_behaviours, simulate_datasets
 from cmcboot.envs import riverswim
 from cmcboot.mdp import policy_evaluation, targets, tie_mask, value_iteration
+from paperworks import Claim, Estimate, estimate, seeds_of
 
 log = logging.getLogger(__name__)
 TARGETS = ("V", "Q", "Qstar")
