@@ -131,5 +131,9 @@ def test_bad_inputs(rng):
         RobustPolicy("pricing", lambda X: X[:, 0])
     with pytest.raises(ValueError, match="eta"):
         theoretical_bound(-1.0, 0.1, jump=1.0)
+    with pytest.raises(ValueError, match="y must be >= 0"):
+        excess_loss(FollowThePrediction(PostedPricing(), lambda X: X[:, 0]), X, -np.ones(10))
+    with pytest.raises(ValueError, match="y must be >= 0"):
+        RobustPolicy(SkiRental(5.0), lambda X: X[:, 0]).fit(X, -np.ones(10))
     with pytest.raises(ValueError, match="y has"):
         excess_loss(FollowThePrediction(PostedPricing(), lambda X: X[:, 0]), X, np.ones(3))

@@ -54,7 +54,7 @@ class RICh(FollowThePrediction):
 
     def fit(self, X, y) -> RICh:
         y_hat = self.predict(X)
-        v = _states(y, y_hat.size)
+        v = _states(y, y_hat.size, self.problem)
         a, b = _split(y_hat.size, np.random.default_rng(self.seed))
         scores = []
         for k in self.ks:
@@ -88,7 +88,7 @@ class FixedShading(FollowThePrediction):
 
     def fit(self, X, y) -> FixedShading:
         y_hat = predict(self.predictor, X)
-        y = _states(y, y_hat.size)
+        y = _states(y, y_hat.size, self.problem)
         grid = self.shades
         if grid is None:
             scale = float(np.std(y)) or 1.0

@@ -95,6 +95,14 @@ class DecisionProblem:
         return np.inf
 
     # derived
+    def check_states(self, states, name: str = "y") -> np.ndarray:
+        """``states`` as a finite 1-D array inside the state domain (``>= state_low``)."""
+        y = as_predictions(states, name)
+        if np.any(y < self.state_low):
+            raise ValueError(f"{name} must be >= {self.state_low} for {type(self).__name__} "
+                             f"(found {float(y.min()):g}): negative values, prices or lengths are not states")
+        return y
+
     def optimal_loss(self, state) -> np.ndarray:
         """Full-information optimum ``min_a L(a, y)`` (default: numerically, via FTP on ``y``)."""
         y = as_predictions(state, "state")

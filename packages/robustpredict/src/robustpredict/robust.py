@@ -57,8 +57,8 @@ def _check_problem(problem) -> DecisionProblem:
     return problem
 
 
-def _states(y, n: int) -> np.ndarray:
-    y = as_predictions(y, "y")
+def _states(y, n: int, problem: DecisionProblem | None = None) -> np.ndarray:
+    y = as_predictions(y, "y") if problem is None else problem.check_states(y, "y")
     if y.shape[0] != n:
         raise ValueError(f"y has {y.shape[0]} states but X has {n} contexts")
     return y
@@ -200,7 +200,7 @@ class RobustPolicy(FollowThePrediction):
         """Estimate η from held-out ``(X, y)`` (never the data the predictor was trained on),
         and the jump ``J`` where the problem needs data for it; set ``epsilon_``."""
         y_hat = self.predict(X)
-        y = _states(y, y_hat.size)
+        y = _states(y, y_hat.size, self.problem)
         if self.eta is None:
             self.eta_ = estimate_eta(y - y_hat, self.eta_method, self.alpha)
         self.jump_ = self.problem.jump(y)
@@ -230,6 +230,6 @@ def excess_loss(policy, X, y, *, per_decision: bool = False):
     if not hasattr(policy, "act") or not hasattr(policy, "problem"):
         raise TypeError(f"policy must have .act and .problem, got {type(policy).__name__}")
     a = policy.act(X)
-    y = _states(y, a.size)
+    y = _states(y, a.size, policy.problem)
     r = policy.problem.regret(a, y)
     return r if per_decision else float(np.mean(r))
