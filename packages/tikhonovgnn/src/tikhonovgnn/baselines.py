@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import torch
 from torch import Tensor, nn
-from torch_geometric.nn import APPNP, MLP, ChebConv, global_add_pool, global_mean_pool
+from torch_geometric.nn import APPNP, MLP, ChebConv, global_add_pool, global_max_pool, global_mean_pool
 from torch_geometric.nn.models import GCN, GIN
 
 __all__ = ["BASELINES", "Baseline", "make_model"]
 
 BASELINES = ("gcn", "gin", "cheb", "appnp", "mlp")
+
+_POOLS = {"sum": global_add_pool, "mean": global_mean_pool, "max": global_max_pool}
 
 
 class _Cheb(nn.Module):
@@ -67,7 +69,7 @@ class Baseline(nn.Module):
         name: ``gcn``, ``gin``, ``cheb``, ``appnp`` or ``mlp``.
         in_channels, hidden_channels, out_channels: sizes.
         num_layers: message-passing depth (MLP depth for ``mlp``/``appnp``).
-        task: ``"graph"`` or ``"node"``; pool: ``"sum"`` or ``"mean"``.
+        task: ``"graph"`` or ``"node"``; pool: ``"sum"``, ``"mean"`` or ``"max"``.
     """
 
     def __init__(self, name: str, in_channels: int, hidden_channels: int, out_channels: int, *,
@@ -77,8 +79,8 @@ class Baseline(nn.Module):
             raise ValueError(f"name must be one of {BASELINES}, got {name!r}")
         if task not in ("graph", "node"):
             raise ValueError(f"task must be 'graph' or 'node', got {task!r}")
-        if pool not in ("sum", "mean"):
-            raise ValueError(f"pool must be 'sum' or 'mean', got {pool!r}")
+        if pool not in _POOLS:
+            raise ValueError(f"pool must be one of {sorted(_POOLS)}, got {pool!r}")
         self.name, self.task, self.pool = name, task, pool
         enc_out = hidden_channels if task == "graph" else out_channels
         if name == "gcn":
@@ -105,7 +107,7 @@ class Baseline(nn.Module):
         if batch is None:
             batch = torch.zeros(x.size(0), dtype=torch.long, device=x.device)
         h = h.relu()
-        pooled = global_add_pool(h, batch) if self.pool == "sum" else global_mean_pool(h, batch)
+        pooled = _POOLS[self.pool](h, batch)
         return self.head(pooled)
 
 

@@ -1,7 +1,7 @@
 """Console script: ``tikhonovgnn experiment=smoke|quick|paper|bench key=value ...``."""
 
-from tikhonovgnn.run import run
 from paperworks.hydra_glue import hydra_cli
+from tikhonovgnn.run import run
 
 main = hydra_cli("tikhonovgnn", run)
 

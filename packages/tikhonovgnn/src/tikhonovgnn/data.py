@@ -30,7 +30,7 @@ def colour_topology_graphs(num_graphs: int, rng: np.random.Generator, *, min_nod
                            max_nodes: int = 80, num_colours: int = 5, edge_prob: float = 0.08) -> list[Data]:
     """Three classes fixed by the *relative position* of two colours; features and topology alone say nothing.
 
-    Every graph is a connected Erdős–Rényi graph (same law for all classes) whose nodes carry a
+    Every graph is a random spanning tree plus Erdős–Rényi chords (same law for all classes) whose nodes carry a
     one-hot colour: exactly one node of colour 0 and one of colour 1, the others drawn uniformly from
     colours 2..C-1. The class is the hop distance between the two special nodes: 1, 2, or ≥ 3.
     So the colour histogram and the graph law are identical across classes.
@@ -43,9 +43,9 @@ def colour_topology_graphs(num_graphs: int, rng: np.random.Generator, *, min_nod
         label = i % 3
         while True:
             n = int(rng.integers(min_nodes, max_nodes + 1))
-            G = nx.gnp_random_graph(n, edge_prob, seed=int(rng.integers(2**31)))
-            if not nx.is_connected(G):
-                continue
+            # a uniform random spanning tree plus Erdős–Rényi chords: connected by construction
+            G = nx.random_labeled_tree(n, seed=int(rng.integers(2**31)))
+            G.add_edges_from(nx.gnp_random_graph(n, edge_prob, seed=int(rng.integers(2**31))).edges())
             u = int(rng.integers(n))
             dist = nx.single_source_shortest_path_length(G, u)
             want = [v for v, d in dist.items() if (d == label + 1 if label < 2 else d >= 3)]

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from paperworks.metrics import auroc, spearman
 from torch import Tensor
 from torch_geometric.explain import Explainer, Explanation
 from torch_geometric.explain.algorithm import ExplainerAlgorithm, GNNExplainer
 from torch_geometric.explain.metric import fidelity
+
+from paperworks.metrics import auroc, spearman
 
 __all__ = ["QExplainer", "make_explainer", "motif_faithfulness", "rerun_agreement"]
 

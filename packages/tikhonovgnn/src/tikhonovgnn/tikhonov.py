@@ -28,7 +28,7 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from torch_geometric.nn import MLP, global_add_pool, global_mean_pool
+from torch_geometric.nn import MLP, global_add_pool, global_max_pool, global_mean_pool
 from torch_geometric.nn.models import GIN
 from torch_geometric.utils import scatter
 
@@ -53,6 +53,8 @@ __all__ = [
 
 _SOLVERS = ("auto", "dense", "cg")
 
+_POOLS = {"sum": global_add_pool, "mean": global_mean_pool, "max": global_max_pool}
+
 
 def _positive_int(name: str, v, minimum: int = 1) -> int:
     if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
@@ -71,15 +73,19 @@ class BernsteinPolynomial(nn.Module):
 
     Args:
         degree: ``K >= 0``.
-        init: initial value of every ``θ_k`` (a flat ``p``: ``R = (θ I + Q)^{-1} Q``).
+        init: ``"linear"`` starts at the classical graph Tikhonov regulariser ``p(λ) = scale · λ``
+            (``θ_k = scale · 2k/K``); ``"flat"`` at ``p ≡ scale`` (then ``R`` is diagonal: no propagation).
+        scale: the initial scale.
     """
 
-    def __init__(self, degree: int = 4, *, init: float = 1.0):
+    def __init__(self, degree: int = 4, *, init: str = "linear", scale: float = 1.0):
         super().__init__()
         self.degree = _positive_int("degree", degree, 0)
-        if not init > 0:
-            raise ValueError(f"init must be positive, got {init}")
-        self.init = float(init)
+        if init not in ("linear", "flat"):
+            raise ValueError(f"init must be 'linear' or 'flat', got {init!r}")
+        if not scale > 0:
+            raise ValueError(f"scale must be positive, got {scale}")
+        self.init, self.scale = init, float(scale)
         self.raw = nn.Parameter(torch.empty(degree + 1))
         K = degree
         # M[k, j] = coefficient of λ^j in the k-th Bernstein basis function on [0, 2]
@@ -91,8 +97,14 @@ class BernsteinPolynomial(nn.Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        K = max(self.degree, 1)
+        if self.init == "linear":
+            theta = torch.tensor([self.scale * 2 * k / K for k in range(self.degree + 1)], dtype=torch.float64)
+        else:
+            theta = torch.full((self.degree + 1,), self.scale, dtype=torch.float64)
+        theta = theta.clamp_min(1e-4)  # softplus^-1 needs θ > 0
         with torch.no_grad():
-            self.raw.fill_(math.log(math.expm1(self.init)))
+            self.raw.copy_(torch.log(torch.expm1(theta)).to(self.raw.dtype))
 
     @property
     def theta(self) -> Tensor:
@@ -138,18 +150,32 @@ class QNetwork(nn.Module):
         if kind not in ("mlp", "gin"):
             raise ValueError(f"kind must be 'mlp' or 'gin', got {kind!r}")
         self.kind, self.eps = kind, float(eps)
-        if kind == "mlp":
-            self.net = MLP([in_channels] + [hidden_channels] * (num_layers - 1) + [1], norm=None)
+        if kind == "gin":
+            self.body = GIN(in_channels, hidden_channels, num_layers)
+            width = hidden_channels
+        elif num_layers > 1:
+            self.body = MLP([in_channels] + [hidden_channels] * (num_layers - 1), norm=None, plain_last=False)
+            width = hidden_channels
         else:
-            self.net = GIN(in_channels, hidden_channels, num_layers, out_channels=1)
+            self.body, width = None, in_channels
+        self.out = nn.Linear(width, 1)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        self.net.reset_parameters()
+        if self.body is not None:
+            self.body.reset_parameters()
+        # start near q ≡ 1 with small variations, away from the flat tail of the softplus
+        nn.init.normal_(self.out.weight, std=0.1 / math.sqrt(self.out.in_features))
+        nn.init.constant_(self.out.bias, math.log(math.expm1(1.0)))
 
     def forward(self, x: Tensor, edge_index: Tensor) -> Tensor:
-        z = self.net(x) if self.kind == "mlp" else self.net(x, edge_index)
-        return F.softplus(z.squeeze(-1)) + self.eps
+        if self.body is None:
+            h = x
+        elif self.kind == "mlp":
+            h = self.body(x)
+        else:
+            h = self.body(x, edge_index).relu()
+        return F.softplus(self.out(h).squeeze(-1)) + self.eps
 
 
 # the layer -------------------------------------------------------------------------------
@@ -284,7 +310,7 @@ class TikhonovGNN(nn.Module):
     Args:
         in_channels, hidden_channels, out_channels: feature sizes.
         task: ``"graph"`` or ``"node"``.
-        pool: ``"sum"`` or ``"mean"`` (graph task).
+        pool: ``"sum"``, ``"mean"`` or ``"max"`` (graph task).
         dropout: dropout in the MLPs.
         **layer_kwargs: passed to :class:`TikhonovLayer` (``degree``, ``q_kind``, ``solver``, ...).
     """
@@ -294,8 +320,8 @@ class TikhonovGNN(nn.Module):
         super().__init__()
         if task not in ("graph", "node"):
             raise ValueError(f"task must be 'graph' or 'node', got {task!r}")
-        if pool not in ("sum", "mean"):
-            raise ValueError(f"pool must be 'sum' or 'mean', got {pool!r}")
+        if pool not in _POOLS:
+            raise ValueError(f"pool must be one of {sorted(_POOLS)}, got {pool!r}")
         self.task, self.pool = task, pool
         if task == "graph":
             self.tikhonov = TikhonovLayer(in_channels, hidden_channels, **layer_kwargs)
@@ -317,7 +343,7 @@ class TikhonovGNN(nn.Module):
         h = self.node_mlp(h)
         if batch is None:
             batch = torch.zeros(x.size(0), dtype=torch.long, device=x.device)
-        pooled = global_add_pool(h, batch) if self.pool == "sum" else global_mean_pool(h, batch)
+        pooled = _POOLS[self.pool](h, batch)
         return self.head(pooled)
 
     @torch.no_grad()
