@@ -194,8 +194,9 @@ def task_csbm(cfg, seeds) -> tuple[list, list, dict]:
         for seed in seeds:
             g = csbm(int(c.nodes), float(h), np.random.default_rng(seed), avg_degree=float(c.avg_degree),
                      num_features=int(c.features), signal=float(c.signal))
+            # a flat initial p, so the low/high-pass tilt is learned rather than inherited from the init
             tik = _seeded_model("tikhonov", seed, g.x.size(1), int(m.hidden), 2, task="node",
-                                tikhonov=_tik_kwargs(cfg))
+                                tikhonov=_tik_kwargs(cfg, p_init=str(c.p_init)))
             mlp = _seeded_model("mlp", seed, g.x.size(1), int(m.hidden), 2, task="node", num_layers=2)
             for name, model in (("tikhonov", tik), ("mlp", mlp)):
                 train_node_classifier(model, [g], mask_key="train_mask", epochs=int(c.epochs), lr=float(m.lr),

@@ -194,6 +194,8 @@ class TikhonovLayer(nn.Module):
             implicit differentiation) or ``"auto"`` (dense up to ``dense_max_nodes`` nodes per graph).
         cg_tol, cg_maxiter: CG stopping rule.
         bias: add a learnable bias.
+        p_init, p_scale: initial ``p`` (see :class:`BernsteinPolynomial`): ``"linear"`` is the classical
+            ``p(L) = L`` (low-pass), ``"flat"`` has no spectral preference.
 
     Shapes: ``x [N, in]``, ``edge_index [2, E]``, ``batch [N]`` (PyG block-diagonal batches) →
     ``[N, out]``.
@@ -207,7 +209,8 @@ class TikhonovLayer(nn.Module):
 
     def __init__(self, in_channels: int, out_channels: int, *, degree: int = 4, q_hidden: int = 32,
                  q_layers: int = 2, q_kind: str = "mlp", solver: str = "auto", cg_tol: float = 1e-6,
-                 cg_maxiter: int = 1000, dense_max_nodes: int = 2048, bias: bool = True):
+                 cg_maxiter: int = 1000, dense_max_nodes: int = 2048, bias: bool = True,
+                 p_init: str = "linear", p_scale: float = 1.0):
         super().__init__()
         _positive_int("in_channels", in_channels)
         _positive_int("out_channels", out_channels)
@@ -219,7 +222,7 @@ class TikhonovLayer(nn.Module):
         self.lin = nn.Linear(in_channels, out_channels, bias=False)
         self.bias = nn.Parameter(torch.zeros(out_channels)) if bias else None
         self.q_net = QNetwork(in_channels, q_hidden, q_layers, kind=q_kind)
-        self.poly = BernsteinPolynomial(degree)
+        self.poly = BernsteinPolynomial(degree, init=p_init, scale=p_scale)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
