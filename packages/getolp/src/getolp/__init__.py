@@ -1,0 +1,20 @@
+"""getolp — GETO-LP: an exact fixed-support Wasserstein barycenter LP on grids with O(d M N^(1+1/d)) variables."""
+
+from getolp.barycenter import (
+    SolverError,
+    axis_costs,
+    fixed_support_barycenter,
+    grid_cost_matrix,
+    n_variables,
+    recover_plans,
+)
+
+__all__ = [
+    "SolverError",
+    "axis_costs",
+    "fixed_support_barycenter",
+    "grid_cost_matrix",
+    "n_variables",
+    "recover_plans",
+]
+__version__ = "0.1.0"

@@ -1,0 +1,16 @@
+from paperworks.testing import run_cli
+
+CLAIMS = {"variables_O_N^(1+1/d)", "exact_objective", "exact_plans", "faster_than_full_lp",
+          "less_memory_than_full_lp", "more_accurate_than_entropic"}
+
+
+def test_smoke_cli_writes_results(tmp_path):
+    doc = run_cli("getolp", tmp_path / "run")
+    assert doc["package"] == "getolp" and doc["experiment"] == "smoke"
+    claims = {c["id"]: c for c in doc["claims"]}
+    assert set(claims) == CLAIMS
+    # exactness is a property of the formulation, so it must hold even on the smoke grids
+    for cid in ("exact_objective", "exact_plans", "variables_O_N^(1+1/d)", "more_accurate_than_entropic"):
+        assert claims[cid]["verdict"] == "supported", claims[cid]
+    assert (tmp_path / "run" / "metrics.csv").exists()
+    assert (tmp_path / "run" / "scaling.png").exists()

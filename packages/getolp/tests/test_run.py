@@ -1,0 +1,22 @@
+import numpy as np
+from getolp import fixed_support_barycenter
+from getolp.run import run
+
+from paperworks.hydra_glue import compose
+
+
+def test_user_inputs_from_npy_files(tmp_path, rng):
+    paths = []
+    for i in range(3):
+        a = rng.random((4, 5))
+        np.save(tmp_path / f"h{i}.npy", a)
+        paths.append(str(tmp_path / f"h{i}.npy"))
+    cfg = compose("getolp", ["experiment=smoke", f"inputs.paths=[{','.join(paths)}]", "inputs.grid=[4,5]"])
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    out = run(cfg, out_dir=out_dir)
+    assert [c.id for c in out["claims"]] == ["exact_plans"] and out["claims"][0].verdict == "supported"
+    nu = np.load(out_dir / "barycenter.npy")
+    h = np.stack([np.load(p) for p in paths])
+    np.testing.assert_allclose(nu, fixed_support_barycenter(h / h.sum((1, 2), keepdims=True), (4, 5)), atol=1e-9)
+    assert (out_dir / "barycenter.png").exists()
