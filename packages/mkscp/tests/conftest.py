@@ -1,5 +1,13 @@
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_limits
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _one_blas_thread():
+    # the machine is shared: one BLAS thread is faster than two oversubscribed ones
+    with threadpool_limits(limits=1):
+        yield
 
 
 @pytest.fixture

@@ -85,9 +85,12 @@ def run_study(cfg, out_dir):
     # the synthetic grid
     t0 = time.perf_counter()
     cells = [(k, int(d), s) for k in cfg.residuals for d in cfg.dims for s in seeds]
-    for kind, d, seed in tqdm(cells, desc="cells", disable=None):
+    c0 = time.process_time()
+    for i, (kind, d, seed) in enumerate(tqdm(cells, desc="cells", disable=None)):
         rows.extend(run_cell(kind, d, seed, cfg))
+        log.info("cell %d/%d done (%s, d=%d, seed %d) %.0fs", i + 1, len(cells), kind, d, seed, time.perf_counter() - t0)
     timings["grid_s"] = time.perf_counter() - t0
+    timings["grid_cpu_s"] = time.process_time() - c0
     # the side studies
     t0 = time.perf_counter()
     ident = identity_errors(cfg)
@@ -101,6 +104,7 @@ def run_study(cfg, out_dir):
     t0 = time.perf_counter()
     macro = macrodata_demo(cfg) if cfg.get("macrodata", {}).get("seeds", 0) else {"rows": []}
     timings["macrodata_s"] = time.perf_counter() - t0
+    timings["cpu_s"] = time.process_time()
 
     claims = _claims(rows, seeds, alphas, cfg, ident, conv)
     metrics = rows + split["rows"] + conv["rows"] + macro["rows"]
