@@ -5,5 +5,8 @@ def test_smoke_cli_writes_results(tmp_path):
     doc = run_cli("graphmuon", tmp_path / "run")
     assert doc["package"] == "graphmuon"
     assert doc["experiment"] == "smoke"
-    assert {c["id"] for c in doc["claims"]} == {"mean_beats_median", "efficiency_ratio"}
+    ids = {c["id"] for c in doc["claims"]}
+    assert {"muon_amplification", "graphmuon_mitigates", "recovers_muon", "step_cost"} <= ids
     assert (tmp_path / "run" / "metrics.csv").exists()
+    assert (tmp_path / "run" / "speedups.png").exists()
+    assert set(doc["extra"]["regimes"]) == {"deep_K1", "deep_K16"}

@@ -21,7 +21,7 @@ from graphmuon.data import csbm, graph_classification, identity_graph, with_spar
 from graphmuon.diagnostics import identity_metric_gap
 from graphmuon.models import build_model
 from graphmuon.train import best_val, median_amp, to_target, train
-from paperworks import Claim, Estimate, estimate, seeds_of, seed_everything
+from paperworks import Claim, Estimate, estimate, seed_everything, seeds_of
 
 log = logging.getLogger(__name__)
 
