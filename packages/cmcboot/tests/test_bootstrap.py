@@ -227,3 +227,16 @@ def test_bad_interval_arguments(river_chain):
         ModelBootstrap(n_boot=1).fit(traj)
     with pytest.raises(RuntimeError, match="not fitted"):
         ModelBootstrap().interval("V", policy=PI, rewards=R)
+
+
+def test_episodic_regime_regenerates_k_episodes(rng):
+    from cmcboot import riverswim, riverswim_behaviours
+
+    P, R = riverswim(6)
+    data = simulate_datasets(P, riverswim_behaviours(6)["history"], n_datasets=1, n_episodes=25, length=12,
+                             initial=np.ones(6) / 6, rng=rng)[0]
+    mb = ModelBootstrap(regime="episodic", n_boot=40, seed=0, n_states=6, n_actions=2).fit(list(data))
+    assert mb.kernels_.shape == (40, 6, 2, 6)
+    np.testing.assert_allclose(mb.kernels_.sum(-1), 1.0)
+    lo, hi = mb.interval("Q", policy=PI, rewards=R, level=0.9)
+    assert np.all(lo <= hi)

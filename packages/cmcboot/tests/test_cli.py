@@ -14,3 +14,18 @@ def test_smoke_cli_writes_results(tmp_path):
     ce = {c["id"]: c["method"]["value"] for c in doc["claims"]}
     assert 0.0 <= ce["percentile_near_nominal"] < 0.25
     assert doc["extra"]["datasets_per_cell"] == 30 and doc["extra"]["true_qstar_ties"] == 0
+
+
+def test_bench_runs_in_miniature():
+    from cmcboot.run import run
+
+    from paperworks.hydra_glue import compose
+
+    cfg = compose("cmcboot", ["experiment=bench", "n=300", "n_boot=20", "seeds=1", "states=[6,10]",
+                              "loop_boot_growth=2", "bench_episode_length=10"])
+    out = run(cfg)
+    (claim,) = out["claims"]
+    assert claim.id == "vectorised_speedup" and claim.verdict in ("supported", "not supported")
+    speed = [r for r in out["metrics"] if r["part"] == "speedup"]
+    assert speed[0]["loop_over_vectorised"] == claim.method.value > 0
+    assert [r["n_states"] for r in out["metrics"] if r["part"] == "states"] == [6, 10]

@@ -199,18 +199,18 @@ def _walk(tables, D, S, starts, lengths, n_boot, rng, resample_starts):
     row = (d_of * S + s) * k
     T = int(lengths.max())
     active_k = None if np.all(lengths == T) else lengths
-    chunk = max(1, min(T, (1 << 22) // max(L, 1)))
+    chunk = max(1, min(T, (1 << 18) // max(L, 1)))      # random numbers drawn in cache-sized blocks
     for t0 in range(0, T, chunk):
         U = rng.random((min(chunk, T - t0), L), dtype=np.float32)
         U *= np.float32(k)
+        J = U.astype(np.int64)           # the alias column of every step, drawn in bulk
+        U -= J                           # and the acceptance uniform
         for i in range(U.shape[0]):
-            u = U[i]
-            j = u.astype(np.int64)
-            f = row + j
-            f = np.where(u - j < accept[f], f, alias[f])
+            f = row + J[i]
+            f = np.where(U[i] < accept.take(f), f, alias.take(f))
             active = None if active_k is None else np.tile(t0 + i < active_k, D * n_boot)
             yield t0 + i, f, active
-            row = next_base[f]
+            row = next_base.take(f)
 
 
 def _tables(P, pi):
@@ -244,25 +244,23 @@ def simulate_counts(P, pi, starts, lengths, n_boot: int, rng: np.random.Generato
     rep = np.repeat(np.arange(DB, dtype=np.int64), K)
     offset = rep * width - (rep // n_boot) * width    # key = offset + f  ∈ [0, DB·width)
     total = np.zeros(DB * width + 1, dtype=np.int64)
-    buf = []
-    flush = max(1, (1 << 23) // max(rep.size, 1))
+    flush = max(1, min(T, (1 << 18) // max(rep.size, 1)))
+    buf = np.empty((flush, rep.size), dtype=np.int64)
+    n_buf = 0
     for t, f, active in _walk(tables, D, S, starts, lengths, n_boot, rng, resample_starts):
-        key = offset + f
-        if active is not None:
-            key = np.where(active, key, DB * width)
-        buf.append(key)
-        if len(buf) >= flush or t == T - 1:
-            total += np.bincount(np.concatenate(buf), minlength=DB * width + 1)
-            buf = []
-    # table entries -> (s, a, s') codes, one data set at a time
+        buf[n_buf] = f if active is None else np.where(active, f, -1)
+        n_buf += 1
+        if n_buf == flush or t == T - 1:
+            keys = buf[:n_buf] + offset
+            keys[buf[:n_buf] < 0] = DB * width          # steps past an episode's end
+            total += np.bincount(keys.ravel(), minlength=DB * width + 1)
+            n_buf = 0
+    # table entries -> (s, a, s') codes
     per_entry = total[:-1].reshape(D, n_boot, width)
-    codes = tables[2].reshape(D, width)
-    out = np.zeros((D, n_boot, S * A * S), dtype=np.int64)
-    for d in range(D):
-        onehot = np.zeros((width, S * A * S))
-        onehot[np.arange(width), codes[d]] = 1.0
-        out[d] = np.rint(per_entry[d] @ onehot).astype(np.int64)
-    return out.reshape(D, n_boot, S, A, S).astype(np.int32)
+    codes = tables[2].reshape(D, 1, width)
+    keys = (np.arange(DB).reshape(D, n_boot, 1) * (S * A * S) + codes).ravel()
+    out = np.bincount(keys, weights=per_entry.ravel(), minlength=DB * S * A * S)
+    return np.rint(out).astype(np.int32).reshape(D, n_boot, S, A, S)
 
 
 def simulate_paths(P, pi, starts, lengths, n_boot: int, rng: np.random.Generator, *,
