@@ -96,3 +96,32 @@ def test_execute_seeds_times_and_writes(tmp_path):
     assert set(doc["timings"]) == {"total_s", "fit_s"}
     with pytest.raises(TypeError, match="must return a dict"):
         execute("paperworks", lambda cfg, out_dir=None: None, cfg, tmp_path)
+
+
+def test_git_commit_scopes_dirtiness_to_the_package(tmp_path, monkeypatch):
+    import subprocess
+
+    from paperworks.results import git_commit
+
+    monkeypatch.delenv("PAPERWORKS_GIT_COMMIT", raising=False)
+    run = lambda *a: subprocess.run(["git", "-C", str(tmp_path), *a], check=True, capture_output=True)  # noqa: E731
+    run("init", "-q")
+    for d in ("packages/a", "packages/b", "shared"):
+        (tmp_path / d).mkdir(parents=True)
+        (tmp_path / d / "x.py").write_text("1\n")
+    run("add", "-A")
+    run("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
+    sha = subprocess.run(["git", "-C", str(tmp_path), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    assert git_commit(tmp_path / "packages" / "a") == sha
+    (tmp_path / "packages" / "b" / "new.py").write_text("2\n")  # another package's work does not count
+    assert git_commit(tmp_path / "packages" / "a") == sha
+    (tmp_path / "packages" / "a" / "new.py").write_text("2\n")
+    assert git_commit(tmp_path / "packages" / "a") == sha + "+dirty"
+    (tmp_path / "packages" / "a" / "new.py").unlink()
+    (tmp_path / "shared" / "x.py").write_text("3\n")
+    assert git_commit(tmp_path / "packages" / "a") == sha + "+dirty"
+    outside = tmp_path.parent / f"{tmp_path.name}-norepo"
+    outside.mkdir()
+    assert git_commit(outside) == "unknown"
+    monkeypatch.setenv("PAPERWORKS_GIT_COMMIT", "abc")
+    assert git_commit(tmp_path) == "abc"

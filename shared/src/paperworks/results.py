@@ -202,20 +202,27 @@ def _clean_floats(x):
 
 
 def git_commit(path: Path | str | None = None) -> str:
-    """The commit of the repository holding ``path`` (``+dirty`` if it has changes), or ``unknown``.
+    """The HEAD commit of the repository holding ``path``, or ``unknown``.
 
-    ``PAPERWORKS_GIT_COMMIT`` overrides (for installs outside a checkout).
+    ``+dirty`` is appended when the code that ran differs from that commit: uncommitted or
+    untracked changes under ``path`` (the package) or the repository's ``shared/``; other
+    packages' edits do not count. ``PAPERWORKS_GIT_COMMIT`` overrides (installs outside a checkout).
     """
     env = os.environ.get("PAPERWORKS_GIT_COMMIT")
     if env:
         return env
-    where = Path(path or Path.cwd())
+    where = Path(path or Path.cwd()).resolve()
     where = where if where.is_dir() else where.parent
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(where), *args], capture_output=True, text=True,
+                              timeout=10, check=True).stdout.strip()
+
     try:
-        sha = subprocess.run(["git", "-C", str(where), "rev-parse", "HEAD"], capture_output=True,
-                             text=True, timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(where), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10).stdout.strip()
+        sha = git("rev-parse", "HEAD")
+        top = Path(git("rev-parse", "--show-toplevel"))
+        scopes = [str(where)] + ([str(top / "shared")] if (top / "shared").is_dir() else [])
+        dirty = git("status", "--porcelain", "--", *scopes)
         return sha + ("+dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
