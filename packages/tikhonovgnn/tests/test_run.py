@@ -1,5 +1,5 @@
 import pytest
-from tikhonovgnn.bench import measure
+from tikhonovgnn.bench import measure, measure_series
 from tikhonovgnn.run import run
 
 from paperworks.hydra_glue import compose
@@ -28,3 +28,17 @@ def test_bench_measure_small(method):
 def test_bench_rejects_unknown_method():
     with pytest.raises(ValueError, match="method"):
         measure("lu", 10)
+
+
+def test_bench_task_in_process_gives_ratios():
+    cfg = compose("tikhonovgnn", ["experiment=bench", "bench.sizes=[100,300]", "bench.dense_max=300",
+                                  "bench.isolate=false", "bench.repeats=1"])
+    out = run(cfg)
+    assert {c.id for c in out["claims"]} == {"cg_time_within_10x_gcn", "cg_bounded_memory"}
+    rows = out["metrics"]
+    assert {(r["method"], r["num_nodes"]) for r in rows} == {(m, n) for m in ("gcn", "cg", "dense") for n in (100, 300)}
+    assert all(r["time_ratio_vs_gcn"] > 0 for r in rows if r["method"] != "gcn")
+
+
+def test_measure_series_sorts_sizes():
+    assert [r["num_nodes"] for r in measure_series("gcn", [300, 100], repeats=1)] == [100, 300]

@@ -1,7 +1,9 @@
 """Forward+backward time and peak memory: dense and CG Tikhonov paths against a 2-layer GCN.
 
-Each measurement runs in a fresh process (``multiprocessing`` spawn) so that its peak resident
-memory (``ru_maxrss``) above the process's state after building the graph is its own.
+Each method runs in its own fresh process (``multiprocessing`` spawn), sizes in ascending order, and
+a measurement's memory is the rise of the peak resident set (``ru_maxrss``) over its value after
+building that size's graph. Ascending sizes make each peak the largest so far, so the rise is that
+size's own (a fresh process per measurement would be cleaner but costs a Python + torch start-up each).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import time
 
 import numpy as np
 
-__all__ = ["measure", "measure_isolated"]
+__all__ = ["measure", "measure_series", "measure_isolated"]
 
 
 def measure(method: str, num_nodes: int, *, avg_degree: float = 10.0, channels: int = 16, degree: int = 3,
@@ -56,18 +58,23 @@ def measure(method: str, num_nodes: int, *, avg_degree: float = 10.0, channels: 
             "time_s": float(np.median(times[1:])), "peak_extra_mib": max(peak_kb - base_kb, 0) / 1024.0}
 
 
+def measure_series(method: str, sizes, **kwargs) -> list[dict]:
+    """:func:`measure` for each size, in ascending order."""
+    return [measure(method, int(n), **kwargs) for n in sorted(int(n) for n in sizes)]
+
+
 def _worker(queue, args, kwargs):
     try:
-        queue.put(("ok", measure(*args, **kwargs)))
+        queue.put(("ok", measure_series(*args, **kwargs)))
     except BaseException as e:  # report, do not hang the parent
         queue.put(("error", f"{type(e).__name__}: {e}"))
 
 
-def measure_isolated(method: str, num_nodes: int, *, timeout: float = 300.0, **kwargs) -> dict:
-    """:func:`measure` in a fresh spawned process (clean peak-memory accounting)."""
+def measure_isolated(method: str, sizes, *, timeout: float = 600.0, **kwargs) -> list[dict]:
+    """:func:`measure_series` in a fresh spawned process (peak memory not polluted by other methods)."""
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
-    proc = ctx.Process(target=_worker, args=(queue, (method, num_nodes), kwargs))
+    proc = ctx.Process(target=_worker, args=(queue, (method, list(sizes)), kwargs))
     proc.start()
     try:
         status, value = queue.get(timeout=timeout)
@@ -76,5 +83,5 @@ def measure_isolated(method: str, num_nodes: int, *, timeout: float = 300.0, **k
         if proc.is_alive():
             proc.kill()
     if status != "ok":
-        raise RuntimeError(f"benchmark {method} at {num_nodes} nodes failed: {value}")
+        raise RuntimeError(f"benchmark {method} failed: {value}")
     return value

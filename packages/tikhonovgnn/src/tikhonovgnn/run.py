@@ -253,18 +253,17 @@ def task_ring(cfg, seeds) -> tuple[list, list, dict]:
 
 def task_bench(cfg, seeds) -> tuple[list, list, dict]:
     from paperworks.metrics import loglog_slope
-    from tikhonovgnn.bench import measure, measure_isolated
+    from tikhonovgnn.bench import measure_isolated, measure_series
 
     c = cfg.bench
     rows = []
-    fn = measure_isolated if bool(c.isolate) else measure
-    for n in tqdm(list(c.sizes), desc="bench", disable=None):
-        for method in ("gcn", "cg", "dense"):
-            if method == "dense" and n > int(c.dense_max):
-                continue
-            r = fn(method, int(n), avg_degree=float(c.avg_degree), channels=int(c.channels), degree=int(c.degree),
-                   repeats=int(c.repeats), seed=seeds[0], threads=int(cfg.threads))
-            log.info("bench %-5s n=%-7d %.3f s %.1f MiB", method, n, r["time_s"], r["peak_extra_mib"])
+    fn = measure_isolated if bool(c.isolate) else measure_series
+    kw = {"avg_degree": float(c.avg_degree), "channels": int(c.channels), "degree": int(c.degree),
+          "repeats": int(c.repeats), "seed": seeds[0], "threads": int(cfg.threads)}
+    for method in tqdm(("gcn", "cg", "dense"), desc="bench", disable=None):
+        sizes = [int(n) for n in c.sizes if method != "dense" or int(n) <= int(c.dense_max)]
+        for r in fn(method, sizes, **kw):
+            log.info("bench %-5s n=%-7d %.3f s %.1f MiB", method, r["num_nodes"], r["time_s"], r["peak_extra_mib"])
             rows.append({"task": "bench", **r})
     largest = max(int(n) for n in c.sizes)
 
