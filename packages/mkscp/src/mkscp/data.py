@@ -2,7 +2,7 @@
 
 The synthetic design extends the official generator's: ``x ~ U(0, 1)``, a smooth nonlinear mean
 ``f(x)`` in ``R^d``, and residuals that are Gaussian (the control), banana-shaped, a Gaussian
-mixture, or heteroscedastic (scale growing with ``x``).
+mixture, or heteroscedastic (scale growing and orientation rotating with ``x``).
 """
 
 from __future__ import annotations
@@ -46,8 +46,15 @@ def sample_residuals(kind: str, n: int, d: int, rng: np.random.Generator, x=None
         centres = np.zeros((3, d))
         centres[1, 0], centres[2, min(1, d - 1)] = 1.5, -1.5
         return centres[k] + 0.3 * z
+    # scale and orientation both change with x: the marginal is a mixture of differently rotated
+    # ellipses (non-elliptical), unlike a pure scale change, whose marginal stays elliptical
     x = rng.uniform(size=n) if x is None else np.asarray(x, dtype=float).ravel()
-    return (0.1 + 0.9 * x)[:, None] * z @ _correlated(d, np.random.default_rng(99 + d)).T
+    e = 0.3 * z
+    e[:, 0] = z[:, 0]
+    if d > 1:
+        c, s = np.cos(np.pi * x), np.sin(np.pi * x)
+        e[:, 0], e[:, 1] = c * e[:, 0] - s * e[:, 1], s * e[:, 0] + c * e[:, 1]
+    return 0.5 * (0.3 + 0.7 * x)[:, None] * e
 
 
 def make_regression(kind: str, n: int, d: int, rng: np.random.Generator):

@@ -19,6 +19,7 @@ from mkscp.studies import (
     macrodata_demo,
     region_grid,
     split_vs_same_set,
+    volume_cross_check,
 )
 from paperworks import Claim, Estimate, estimate, seeds_of
 
@@ -104,12 +105,15 @@ def run_study(cfg, out_dir):
     t0 = time.perf_counter()
     macro = macrodata_demo(cfg) if cfg.get("macrodata", {}).get("seeds", 0) else {"rows": []}
     timings["macrodata_s"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    cross = volume_cross_check(cfg)
+    timings["volume_cross_check_s"] = time.perf_counter() - t0
     timings["cpu_s"] = time.process_time()
 
     claims = _claims(rows, seeds, alphas, cfg, ident, conv)
     metrics = rows + split["rows"] + conv["rows"] + macro["rows"]
     extra = {"split_vs_same_set": split["summary"], "convergence": conv["summary"],
-             "macrodata": macro.get("summary", {}), "identities": ident,
+             "macrodata": macro.get("summary", {}), "identities": ident, "volume_cross_check": cross,
              "unbounded_regions": int(sum(not r["bounded"] for r in rows)),
              "mc_truncated_cells": int(sum(r["mc_truncated"] for r in rows if r["score"] == "mks" and r["alpha"] == alphas[0])),
              "ratio_table": _ratio_table(rows, alphas)}
@@ -125,13 +129,18 @@ def run_study(cfg, out_dir):
 
 
 def _ratio_table(rows, alphas):
-    """Geometric-mean volume ratio vs Mahalanobis per (residuals, d, alpha, score)."""
+    """Per (residuals, d, alpha, score): geometric-mean volume ratio vs Mahalanobis, mean coverage and WSC."""
     table = {}
     for r in rows:
-        table.setdefault((r["residuals"], r["d"], r["alpha"], r["score"]), []).append(r["ratio_vs_mahalanobis"])
-    return [{"residuals": k[0], "d": k[1], "alpha": k[2], "score": k[3],
-             "ratio": float(np.exp(np.mean(np.log(v)))) if np.all(np.isfinite(v)) else math.inf}
-            for k, v in sorted(table.items())]
+        table.setdefault((r["residuals"], r["d"], r["alpha"], r["score"]), []).append(r)
+    out = []
+    for k, rs in sorted(table.items()):
+        v = np.array([r["ratio_vs_mahalanobis"] for r in rs])
+        out.append({"residuals": k[0], "d": k[1], "alpha": k[2], "score": k[3],
+                    "ratio": float(np.exp(np.mean(np.log(v)))) if np.all(np.isfinite(v)) else math.inf,
+                    "coverage": float(np.mean([r["coverage"] for r in rs])),
+                    "wsc": float(np.mean([r["wsc"] for r in rs]))})
+    return out
 
 
 def _claims(rows, seeds, alphas, cfg, ident, conv):

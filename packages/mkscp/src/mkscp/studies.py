@@ -15,6 +15,7 @@ from mkscp.data import macrodata_growth, make_regression, sample_residuals
 from mkscp.experiment import shared_mc_points, spline_ridge
 from mkscp.identities import gp_posterior_variance, mmd_minus_kpca
 from mkscp.mks import MKSScore
+from mkscp.volume import box_volume_stable, ellipsoid_volume_stable
 from paperworks import binomial_ci, estimate
 
 
@@ -161,4 +162,23 @@ def region_grid(cfg, n_grid: int = 120, alpha: float = 0.1) -> list[dict]:
             inside = s.contains(G, q).reshape(gx.shape)
             panels[name] = inside
         out.append({"residuals": kind, "gx": gx, "gy": gy, "panels": panels, "test": Et})
+    return out
+
+
+def volume_cross_check(cfg, alpha: float = 0.1) -> list[dict]:
+    """MKS volume by growing-ellipsoid importance sampling vs bounding-box Monte Carlo (d = 2, 3)."""
+    out = []
+    n, n_points = int(cfg.n_fit), int(cfg.get("n_mc", 10000)) * 2
+    for d in (2, 3):
+        rng = np.random.default_rng([d, 31])
+        Ef, Ec = sample_residuals("banana", n, d, rng), sample_residuals("banana", n, d, rng)
+        s, m = MKSScore().fit(Ef), MahalanobisScore().fit(Ef)
+        q = s.calibrate(Ec, alpha)
+        ell = ellipsoid_volume_stable(s, q, m.location_, m.covariance_, 1.0, n_points=n_points, rng=rng)
+        box = box_volume_stable(s, q, Ef.min(0), Ef.max(0), n_points=n_points, rng=rng)
+        out.append({"d": d, "alpha": alpha, "ellipsoid": ell["volume"], "ellipsoid_se": ell["se"],
+                    "ellipsoid_stable": ell["stable"], "ellipsoid_radii": [h[0] for h in ell["history"]],
+                    "ellipsoid_history": [h[1] for h in ell["history"]],
+                    "box": box["volume"], "box_se": box["se"], "box_stable": box["stable"],
+                    "z": (ell["volume"] - box["volume"]) / max(math.hypot(ell["se"], box["se"]), 1e-300)})
     return out
