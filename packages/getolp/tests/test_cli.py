@@ -4,7 +4,8 @@ CLAIMS = {"variables_O_N^(1+1/d)", "exact_objective", "exact_plans", "faster_tha
           "less_memory_than_full_lp", "more_accurate_than_entropic"}
 
 
-def test_smoke_cli_writes_results(tmp_path):
+def test_smoke_cli_writes_results(tmp_path, monkeypatch):
+    monkeypatch.setenv("POT_BACKEND_DISABLE_PYTORCH", "1")  # the smoke needs no torch: a faster start
     doc = run_cli("getolp", tmp_path / "run")
     assert doc["package"] == "getolp" and doc["experiment"] == "smoke"
     claims = {c["id"]: c for c in doc["claims"]}

@@ -57,9 +57,10 @@ def entropic_barycenter(histograms, grid_shape, reg: float, weights=None, *, met
                         num_iter_max: int = 2000, stop_thr: float = 1e-9):
     """Entropic barycenter of squared-Euclidean OT on the default ``[0, 1]^d`` grid.
 
-    ``method="ibp"``: :func:`ot.bregman.barycenter` (log-domain Sinkhorn, dense ``N × N`` kernel);
-    ``method="convolutional"``: :func:`ot.bregman.convolutional_barycenter2d` (log domain,
-    separable kernel; 2D grids only). Returns ν normalised to the inputs' mass.
+    ``method="ibp"``: :func:`ot.bregman.barycenter` (iterative Bregman projections, dense ``N × N``
+    kernel); ``method="convolutional"``: :func:`ot.bregman.convolutional_barycenter2d` (separable
+    kernel; 2D grids only). Plain Sinkhorn scalings, or the log domain where those under/overflow.
+    Returns ν normalised to the inputs' mass.
     """
     shape = check_grid_shape(grid_shape)
     h = check_histograms(histograms, shape)
@@ -67,23 +68,25 @@ def entropic_barycenter(histograms, grid_shape, reg: float, weights=None, *, met
     if not reg > 0:
         raise ValueError(f"reg must be positive, got {reg}")
     mass = h[0].sum()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # non-convergence at the iteration cap is part of the result
-        if method == "ibp":
-            C = grid_cost_matrix(shape, "sqeuclidean")
-            nu = ot.bregman.barycenter(h.T / mass, C, reg, w, method="sinkhorn_log",
-                                       numItermax=num_iter_max, stopThr=stop_thr)
-        elif method == "convolutional":
-            if len(shape) != 2:
-                raise ValueError(f"method='convolutional' needs a 2D grid, got grid_shape={shape}")
-            nu = ot.bregman.convolutional_barycenter2d(h.reshape(-1, *shape) / mass, reg, w, method="sinkhorn_log",
-                                                       numItermax=num_iter_max, stopThr=stop_thr)
-        else:
-            raise ValueError(f"method must be 'ibp' or 'convolutional', got {method!r}")
-    nu = np.clip(np.asarray(nu, dtype=float).reshape(shape), 0.0, None)
-    if not np.all(np.isfinite(nu)) or nu.sum() <= 0:
-        raise SolverError(f"entropic barycenter ({method}, reg={reg}) diverged")
-    return nu * (mass / nu.sum())
+    if method not in ("ibp", "convolutional"):
+        raise ValueError(f"method must be 'ibp' or 'convolutional', got {method!r}")
+    if method == "convolutional" and len(shape) != 2:
+        raise ValueError(f"method='convolutional' needs a 2D grid, got grid_shape={shape}")
+    # the plain Sinkhorn kernels first (fast); the log domain if they under/overflow
+    for domain in ("sinkhorn", "sinkhorn_log"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # non-convergence at the iteration cap is part of the result
+            if method == "ibp":
+                nu = ot.bregman.barycenter(h.T / mass, grid_cost_matrix(shape, "sqeuclidean"), reg, w, method=domain,
+                                           numItermax=num_iter_max, stopThr=stop_thr)
+            else:
+                nu = ot.bregman.convolutional_barycenter2d(h.reshape(-1, *shape) / mass, reg, w, method=domain,
+                                                           numItermax=num_iter_max, stopThr=stop_thr)
+        nu = np.asarray(nu, dtype=float).reshape(shape)
+        if np.all(np.isfinite(nu)) and nu.sum() > 0:
+            nu = np.clip(nu, 0.0, None)
+            return nu * (mass / nu.sum())
+    raise SolverError(f"entropic barycenter ({method}, reg={reg}) diverged in both Sinkhorn domains")
 
 
 def pixel_mean(histograms, grid_shape, weights=None):
