@@ -20,3 +20,16 @@ def test_user_inputs_from_npy_files(tmp_path, rng):
     h = np.stack([np.load(p) for p in paths])
     np.testing.assert_allclose(nu, fixed_support_barycenter(h / h.sum((1, 2), keepdims=True), (4, 5)), atol=1e-9)
     assert (out_dir / "barycenter.png").exists()
+
+
+def test_a_full_lp_timeout_is_a_lower_bound_not_a_failure():
+    from getolp.measure import Measured
+    from getolp.run import _speed_memory_claims
+
+    geto = Measured("ok", 2.0, 10.0)
+    short = _speed_memory_claims({"geto": geto, "full": Measured("timeout", 15.0, 50.0)}, 32)
+    assert [c.verdict for c in short] == ["inconclusive", "inconclusive"]  # 7.5x and 5x so far: unknown
+    long = _speed_memory_claims({"geto": geto, "full": Measured("timeout", 40.0, 500.0)}, 32)
+    assert [c.verdict for c in long] == ["supported", "supported"]  # already past 10x when killed
+    done = _speed_memory_claims({"geto": geto, "full": Measured("ok", 15.0, 50.0)}, 32)
+    assert [c.verdict for c in done] == ["not supported", "not supported"]

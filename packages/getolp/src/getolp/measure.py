@@ -48,7 +48,19 @@ def _status_kb(pid: int | str, key: str) -> float | None:
     return None
 
 
+def _die_with_parent() -> None:
+    """Ask Linux to kill this child when its parent dies (no orphaned solver runs)."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def _child(conn, fn, args, kwargs) -> None:
+    _die_with_parent()
     try:
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")  # reset the peak RSS
