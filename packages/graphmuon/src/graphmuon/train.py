@@ -58,8 +58,14 @@ def train(model: nn.Module, data, make_optimizers: Callable[[nn.Module], list], 
             diverged = True
             break
         loss.backward()
-        for o in opts:
-            o.step()
+        try:
+            for o in opts:
+                o.step()
+        except ValueError as err:  # GraphMuon refuses non-finite gradients: at this lr the run diverged
+            if "non-finite" not in str(err):
+                raise
+            diverged = True
+            break
         dt = time.perf_counter() - t0
         clock += dt
         if diag:
