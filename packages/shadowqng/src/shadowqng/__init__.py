@@ -1,0 +1,2 @@
+"""shadowqng."""
+__version__ = "0.1.0"
