@@ -6,7 +6,8 @@ def test_smoke_cli_writes_results(tmp_path):
     assert doc["package"] == "graphmuon"
     assert doc["experiment"] == "smoke"
     ids = {c["id"] for c in doc["claims"]}
-    assert {"muon_amplification", "graphmuon_mitigates", "recovers_muon", "step_cost"} <= ids
+    assert {"muon_amplification", "graphmuon_mitigates", "recovers_muon", "step_cost_deep_K16",
+            "speedup_vs_muon_deep_K16", "speedup_vs_adamw_deep_K16", "speedup_deep_high"} <= ids
     assert (tmp_path / "run" / "metrics.csv").exists()
     assert (tmp_path / "run" / "speedups.png").exists()
     assert set(doc["extra"]["regimes"]) == {"deep_K1", "deep_K16"}
