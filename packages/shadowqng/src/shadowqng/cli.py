@@ -1,7 +1,7 @@
 """Console script: ``shadowqng experiment=smoke|quick|paper|bench key=value ...``."""
 
-from shadowqng.run import run
 from paperworks.hydra_glue import hydra_cli
+from shadowqng.run import run
 
 main = hydra_cli("shadowqng", run)
 

@@ -159,27 +159,28 @@ def build_plan(terms: PauliTerms, n_params: int, use_mask: bool = True) -> Surro
         mask = active[:, None] & active[None, :]
     pairs = np.argwhere(np.triu(mask))
     n = terms.n_qubits
-    by_owner = {p: terms.of(p) for p in np.flatnonzero(active)}
+    order = np.argsort(terms.owner, kind="stable")
+    terms_sorted = terms.select(order)
+    bounds = np.searchsorted(terms_sorted.owner, np.arange(n_params + 1))
+    pair_index = np.full((n_params, n_params), -1, np.int64)
+    pair_index[pairs[:, 0], pairs[:, 1]] = np.arange(len(pairs))
     rows_x, rows_z, ent, cf = [], [], [], []
-    pair_id = {(int(p), int(q)): e for e, (p, q) in enumerate(pairs)}
     for p in np.flatnonzero(active):
-        tp = by_owner[p]
-        partners = [q for q in np.flatnonzero(mask[p]) if q >= p]
-        if not partners:
+        a = np.arange(bounds[p], bounds[p + 1])
+        partners = np.flatnonzero(mask[p, p:]) + p
+        if not len(partners):
             continue
-        tq = PauliTerms.empty(n)
-        for q in partners:
-            tq = tq.concat(by_owner[q])
-        ia, ib = np.meshgrid(np.arange(len(tp)), np.arange(len(tq)), indexing="ij")
-        ia, ib = ia.ravel(), ib.ravel()
-        x1, z1, x2, z2 = tp.x[ia], tp.z[ia], tq.x[ib], tq.z[ib]
+        b = np.concatenate([np.arange(bounds[q], bounds[q + 1]) for q in partners])
+        ia, ib = np.repeat(a, len(b)), np.tile(b, len(a))
+        ts = terms_sorted
+        x1, z1, x2, z2 = ts.x[ia], ts.z[ia], ts.x[ib], ts.z[ib]
         comm = ~anticommutes(x1, z1, x2, z2)  # anticommuting pairs cancel in the anticommutator
         ia, ib, x1, z1, x2, z2 = ia[comm], ib[comm], x1[comm], z1[comm], x2[comm], z2[comm]
         g = product_phase(x1, z1, x2, z2)  # 0 or 2 for commuting strings
         rows_x.append(x1 ^ x2)
         rows_z.append(z1 ^ z2)
-        cf.append(tp.coef[ia] * tq.coef[ib] * np.where(g == 0, 1.0, -1.0))
-        ent.append(np.array([pair_id[(int(p), int(q))] for q in tq.owner[ib]], dtype=np.int64))
+        cf.append(ts.coef[ia] * ts.coef[ib] * np.where(g == 0, 1.0, -1.0))
+        ent.append(pair_index[p, ts.owner[ib]])
     # first moments use the generators' own strings
     rows_x.append(terms.x)
     rows_z.append(terms.z)
