@@ -1,0 +1,283 @@
+"""Fact worlds with collision axes, prompt sets, matched counterfactuals and a CounterFact reader.
+
+A fact is ``(subject, relation) -> answer``; a prompt is ``s1 s2 r`` (two subject tokens, so an
+attention module must gather the subject at the relation position) and the answer is one token.
+Motifs (the correlation axis; inferred from the paper's abstract -- its generator is not public):
+
+- ``independent``: every answer drawn uniformly from the answer set;
+- ``subject``: subjects fall into clusters of ``cluster`` that share their whole answer row;
+- ``relation``: relations fall into clusters of ``cluster`` that share answers (per subject);
+- ``answer``: answers drawn from a low-entropy (Zipf, exponent ``zipf``) answer distribution.
+
+``subject_cluster`` and ``zipf`` can be combined (``motif="joint"``) for the compression sweep.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from tokenizers import Tokenizer, models, pre_tokenizers
+from transformers import PreTrainedTokenizerFast
+
+MOTIFS = ("independent", "subject", "relation", "answer", "joint")
+
+
+@dataclass
+class FactWorld:
+    """A synthetic world of facts ``(subject, relation) -> answer``.
+
+    Args:
+        n_subjects, n_relations, n_answers: sizes (subjects are pairs of part tokens).
+        motif: the collision axis, one of :data:`MOTIFS`.
+        cluster: cluster size for the subject/relation motifs (and the subject axis of ``joint``).
+        zipf: Zipf exponent of the answer distribution for ``answer`` (and ``joint``).
+        seed: the world's seed.
+    """
+
+    n_subjects: int = 512
+    n_relations: int = 8
+    n_answers: int = 128
+    motif: str = "independent"
+    cluster: int = 8
+    zipf: float = 1.5
+    seed: int = 0
+    answers: np.ndarray = field(init=False, repr=False)
+    subject_parts: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self):
+        for k in ("n_subjects", "n_relations", "n_answers", "cluster"):
+            v = getattr(self, k)
+            if not isinstance(v, (int, np.integer)) or v < 1:
+                raise ValueError(f"{k} must be a positive integer, got {v!r}")
+        if self.n_answers < 2:
+            raise ValueError(f"n_answers must be >= 2, got {self.n_answers}")
+        if self.motif not in MOTIFS:
+            raise ValueError(f"motif must be one of {MOTIFS}, got {self.motif!r}")
+        if self.motif in ("subject", "joint") and self.n_subjects % self.cluster:
+            raise ValueError(f"cluster={self.cluster} must divide n_subjects={self.n_subjects}")
+        if self.motif == "relation" and self.n_relations % self.cluster:
+            raise ValueError(f"cluster={self.cluster} must divide n_relations={self.n_relations}")
+        rng = np.random.default_rng(self.seed)
+        S, R, A = self.n_subjects, self.n_relations, self.n_answers
+        # subjects: distinct pairs of part tokens from two pools of size ~sqrt(S)
+        pool = int(np.ceil(np.sqrt(S))) + 1
+        pairs = rng.choice(pool * pool, size=S, replace=False)
+        self.subject_parts = np.stack([pairs // pool, pairs % pool], axis=1)
+        self._pool = pool
+        p = self.answer_distribution()
+        if self.motif == "subject" or self.motif == "joint":
+            rows = rng.choice(A, size=(S // self.cluster, R), p=p)
+            perm = rng.permutation(S)  # clusters are random sets of subjects, not adjacent ids
+            self.answers = np.empty((S, R), dtype=np.int64)
+            self.answers[perm] = np.repeat(rows, self.cluster, axis=0)
+        elif self.motif == "relation":
+            cols = rng.choice(A, size=(S, R // self.cluster), p=p)
+            self.answers = cols[:, rng.permutation(np.repeat(np.arange(R // self.cluster), self.cluster))]
+        else:
+            self.answers = rng.choice(A, size=(S, R), p=p)
+        self.answers = np.ascontiguousarray(self.answers, dtype=np.int64)
+
+    def answer_distribution(self) -> np.ndarray:
+        """The marginal answer distribution the generator draws from."""
+        A = self.n_answers
+        if self.motif in ("answer", "joint"):
+            w = 1.0 / np.arange(1, A + 1) ** self.zipf
+            return w / w.sum()
+        return np.full(A, 1.0 / A)
+
+    @property
+    def n_facts(self) -> int:
+        return self.n_subjects * self.n_relations
+
+    def facts(self) -> np.ndarray:
+        """``(n_facts, 3)`` rows ``(subject, relation, answer)``."""
+        s, r = np.meshgrid(np.arange(self.n_subjects), np.arange(self.n_relations), indexing="ij")
+        return np.stack([s.ravel(), r.ravel(), self.answers.ravel()], axis=1)
+
+    # tokens -------------------------------------------------------------------------------
+    def vocab(self) -> list[str]:
+        return (["<pad>", "<unk>"] + [f"sa{i}" for i in range(self._pool)] + [f"sb{i}" for i in range(self._pool)]
+                + [f"r{i}" for i in range(self.n_relations)] + [f"a{i}" for i in range(self.n_answers)])
+
+    def prompt(self, s: int, r: int) -> str:
+        a, b = self.subject_parts[s]
+        return f"sa{a} sb{b} r{r}"
+
+    def tokenizer(self) -> PreTrainedTokenizerFast:
+        """A word-level ``transformers`` tokenizer over this world's vocabulary (built locally)."""
+        return word_tokenizer(self.vocab())
+
+    def prompt_set(self, tokenizer, facts: np.ndarray | None = None) -> PromptSet:
+        """The prompts of ``facts`` (default: all) with their answers and metadata."""
+        facts = self.facts() if facts is None else np.asarray(facts)
+        ps = PromptSet.from_strings(tokenizer, [self.prompt(s, r) for s, r, _ in facts],
+                                    [f"a{a}" for a in facts[:, 2]])
+        ps.subjects, ps.relations = facts[:, 0].copy(), facts[:, 1].copy()
+        return ps
+
+
+def word_tokenizer(vocab: Sequence[str]) -> PreTrainedTokenizerFast:
+    """A whitespace word-level tokenizer (``tokenizers`` WordLevel) wrapped for ``transformers``."""
+    vocab = list(dict.fromkeys(["<pad>", "<unk>", *vocab]))
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(vocab)}, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", pad_token="<pad>")
+
+
+@dataclass
+class PromptSet:
+    """Equal-length prompts with single-token answers: the data every analysis takes.
+
+    Attributes:
+        input_ids: ``(N, T)`` LongTensor.
+        answer_ids: ``(N,)`` LongTensor, the token each prompt should be followed by.
+        subjects, relations: optional ``(N,)`` integer labels (used by controls and counterfactuals).
+    """
+
+    input_ids: torch.Tensor
+    answer_ids: torch.Tensor
+    subjects: np.ndarray | None = None
+    relations: np.ndarray | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.input_ids, torch.Tensor) or self.input_ids.dim() != 2:
+            raise TypeError("input_ids must be a 2-d tensor (prompts, positions)")
+        self.input_ids = self.input_ids.long()
+        self.answer_ids = torch.as_tensor(self.answer_ids, dtype=torch.long)
+        if self.answer_ids.shape != (self.input_ids.shape[0],):
+            raise ValueError(f"answer_ids must have shape ({self.input_ids.shape[0]},), "
+                             f"got {tuple(self.answer_ids.shape)}")
+
+    def __len__(self) -> int:
+        return self.input_ids.shape[0]
+
+    def subset(self, idx) -> PromptSet:
+        idx = np.asarray(idx)
+        return PromptSet(self.input_ids[torch.as_tensor(idx)], self.answer_ids[torch.as_tensor(idx)],
+                         None if self.subjects is None else self.subjects[idx],
+                         None if self.relations is None else self.relations[idx])
+
+    @classmethod
+    def from_strings(cls, tokenizer, prompts: Sequence[str], answers: Sequence[str]) -> PromptSet:
+        """Tokenise prompts and answers; every answer must be one token, every prompt the same length."""
+        if len(prompts) != len(answers) or not len(prompts):
+            raise ValueError(f"prompts and answers must be non-empty and of equal length, "
+                             f"got {len(prompts)} and {len(answers)}")
+        ids = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
+        lens = {len(i) for i in ids}
+        if len(lens) != 1:
+            raise ValueError(f"prompts must all have the same number of tokens, got lengths {sorted(lens)}")
+        ans = []
+        for a in answers:
+            t = tokenizer(a, add_special_tokens=False)["input_ids"]
+            if len(t) != 1:
+                raise ValueError(f"answers must be single tokens: {a!r} is {len(t)} tokens")
+            ans.append(t[0])
+        return cls(torch.tensor(ids, dtype=torch.long), torch.tensor(ans, dtype=torch.long))
+
+
+# matched counterfactuals -------------------------------------------------------------------
+
+def matched_counterfactuals(subjects, relations, answers, rng: np.random.Generator,
+                            freq_tolerance: float = 2.0) -> np.ndarray:
+    """For each prompt ``i`` the index ``j`` of a matched counterfactual, or ``-1`` if none exists.
+
+    The counterfactual has the same relation, a different subject, a different answer, and an answer
+    whose frequency (in this set) is within a factor ``freq_tolerance`` of the clean answer's; among
+    the candidates the closest in log-frequency is preferred (ties broken at random). This is what
+    separates the measurement from random-token corruption, which measures a different quantity.
+    """
+    subjects, relations, answers = (np.asarray(x) for x in (subjects, relations, answers))
+    if not (len(subjects) == len(relations) == len(answers)):
+        raise ValueError("subjects, relations and answers must have equal lengths")
+    if freq_tolerance < 1:
+        raise ValueError(f"freq_tolerance must be >= 1, got {freq_tolerance}")
+    counts = Counter(answers.tolist())
+    logf = np.log(np.array([counts[a] for a in answers], dtype=float))
+    out = np.full(len(answers), -1, dtype=np.int64)
+    for r in np.unique(relations):
+        idx = np.flatnonzero(relations == r)
+        for i in idx:
+            ok = idx[(subjects[idx] != subjects[i]) & (answers[idx] != answers[i])]
+            if not len(ok):
+                continue
+            gap = np.abs(logf[ok] - logf[i])
+            ok, gap = ok[gap <= np.log(freq_tolerance) + 1e-12], gap[gap <= np.log(freq_tolerance) + 1e-12]
+            if not len(ok):
+                continue
+            best = ok[gap <= gap.min() + 1e-12]
+            out[i] = rng.choice(best)
+    return out
+
+
+def check_counterfactuals(cf, subjects, relations, answers, freq_tolerance: float = 2.0) -> None:
+    """Raise ``ValueError`` unless every pair ``(i, cf[i])`` with ``cf[i] >= 0`` satisfies the matching."""
+    cf, subjects, relations, answers = (np.asarray(x) for x in (cf, subjects, relations, answers))
+    counts = Counter(answers.tolist())
+    for i, j in enumerate(cf):
+        if j < 0:
+            continue
+        if relations[i] != relations[j] or subjects[i] == subjects[j] or answers[i] == answers[j]:
+            raise ValueError(f"counterfactual {j} of prompt {i} breaks same-relation/different-subject/answer")
+        ratio = counts[answers[i]] / counts[answers[j]]
+        if max(ratio, 1 / ratio) > freq_tolerance + 1e-9:
+            raise ValueError(f"counterfactual {j} of prompt {i}: answer frequencies differ by {ratio:.2f}x")
+
+
+# CounterFact --------------------------------------------------------------------------------
+
+def read_counterfact(path) -> tuple[list[dict], int]:
+    """Read a CounterFact-format JSON file (a list of records with ``requested_rewrite``).
+
+    Returns ``(records, skipped)``: each record is ``{"prompt", "subject", "relation", "answer"}`` with
+    the prompt filled with its subject; malformed rows are skipped and counted, not fatal.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"path {str(path)!r} is not a file")
+    try:
+        rows = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise ValueError(f"path {str(path)!r} is not JSON: {e}") from e
+    if not isinstance(rows, list):
+        raise ValueError(f"path {str(path)!r}: expected a JSON list of CounterFact records")
+    out, skipped = [], 0
+    for row in rows:
+        try:
+            rw = row["requested_rewrite"]
+            subject = str(rw["subject"])
+            prompt = str(rw["prompt"])
+            if "{}" not in prompt:
+                raise KeyError("prompt")
+            out.append({"prompt": prompt.format(subject), "subject": subject,
+                        "relation": str(rw.get("relation_id", prompt)),
+                        "answer": str(rw["target_true"]["str"])})
+        except (KeyError, TypeError, AttributeError):
+            skipped += 1
+    return out, skipped
+
+
+def counterfact_prompt_set(records: Sequence[dict], tokenizer, *, answer_prefix: str = " ") -> tuple[PromptSet, int]:
+    """A :class:`PromptSet` from CounterFact records: keeps single-token answers and the most common
+    prompt length (patching needs equal-length pairs); returns ``(prompts, dropped)``."""
+    keep = []
+    for r in records:
+        ids = tokenizer(r["prompt"], add_special_tokens=False)["input_ids"]
+        ans = tokenizer(answer_prefix + r["answer"], add_special_tokens=False)["input_ids"]
+        if len(ans) == 1:
+            keep.append((ids, ans[0], r["subject"], r["relation"]))
+    if not keep:
+        raise ValueError("records: no record has a single-token answer under this tokenizer")
+    length = Counter(len(k[0]) for k in keep).most_common(1)[0][0]
+    keep = [k for k in keep if len(k[0]) == length]
+    subj = {s: i for i, s in enumerate(dict.fromkeys(k[2] for k in keep))}
+    rel = {s: i for i, s in enumerate(dict.fromkeys(k[3] for k in keep))}
+    ps = PromptSet(torch.tensor([k[0] for k in keep]), torch.tensor([k[1] for k in keep]),
+                   np.array([subj[k[2]] for k in keep]), np.array([rel[k[3]] for k in keep]))
+    return ps, len(records) - len(keep)

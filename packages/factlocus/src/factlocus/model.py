@@ -1,0 +1,176 @@
+"""Tiny Hugging Face recall models: built from configs (nothing downloads), trained or hand-planted.
+
+``train_recall_model`` trains a ``GPT2LMHeadModel`` (or ``LlamaForCausalLM``) on the answer token of
+every prompt of a :class:`~factlocus.data.FactWorld` until recall is (near) perfect -- memorisation
+is the task. ``plant_recall_circuit`` instead *sets* the weights of a GPT-2 so that recall is done by
+one known MLP (``attn0`` gathers the prompt, ``mlp{layer}`` looks the fact up, every other module
+writes zero): the ground truth the patching tools are validated against.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import numpy as np
+import torch
+from torch import nn
+from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
+
+from factlocus.access import ModelAccess
+from factlocus.data import FactWorld, PromptSet
+
+log = logging.getLogger(__name__)
+
+
+def build_model(vocab_size: int, *, width: int = 64, layers: int = 2, heads: int = 4, kv_heads: int | None = None,
+                arch: str = "gpt2", n_ctx: int = 8, seed: int = 0) -> nn.Module:
+    """A randomly initialised causal LM from a config: ``arch="gpt2"`` or ``"llama"`` (``kv_heads <
+    heads`` gives grouped-query attention)."""
+    if width % heads:
+        raise ValueError(f"width={width} must be divisible by heads={heads}")
+    torch.manual_seed(seed)
+    if arch == "gpt2":
+        cfg = GPT2Config(vocab_size=vocab_size, n_positions=n_ctx, n_embd=width, n_layer=layers, n_head=heads,
+                         resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, tie_word_embeddings=True,
+                         bos_token_id=0, eos_token_id=0, pad_token_id=0)
+        model = GPT2LMHeadModel(cfg)
+    elif arch == "llama":
+        kv = kv_heads or heads
+        if heads % kv:
+            raise ValueError(f"heads={heads} must be divisible by kv_heads={kv}")
+        cfg = LlamaConfig(vocab_size=vocab_size, hidden_size=width, intermediate_size=4 * width,
+                          num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv,
+                          max_position_embeddings=n_ctx, tie_word_embeddings=True,
+                          bos_token_id=0, eos_token_id=0, pad_token_id=0)
+        model = LlamaForCausalLM(cfg)
+    else:
+        raise ValueError(f"arch must be 'gpt2' or 'llama', got {arch!r}")
+    return model.eval()
+
+
+def count_parameters(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def recall_accuracy(model: nn.Module, data: PromptSet, batch: int = 4096) -> float:
+    """Fraction of prompts whose top-1 next token is the answer."""
+    acc = ModelAccess(model)
+    hits = 0
+    for i in range(0, len(data), batch):
+        logits, _ = acc.run(data.input_ids[i:i + batch])
+        hits += int((logits.argmax(-1) == data.answer_ids[i:i + batch]).sum())
+    return hits / len(data)
+
+
+def train_recall_model(world: FactWorld, *, width: int = 64, layers: int = 2, heads: int = 4, arch: str = "gpt2",
+                       kv_heads: int | None = None, steps: int = 2000, lr: float = 3e-3, batch: int = 1024,
+                       target: float = 0.999, check_every: int = 100, seed: int = 0):
+    """Train a tiny causal LM to recall every fact of ``world``; returns ``(model, tokenizer, info)``.
+
+    The loss is the cross-entropy of the answer token at the last prompt position; training stops once
+    recall accuracy on all facts reaches ``target`` or after ``steps`` AdamW steps (cosine schedule).
+    ``info`` holds ``steps``, ``recall``, ``params`` and the capacity load ``lambda``.
+    """
+    if not isinstance(world, FactWorld):
+        raise TypeError(f"world must be a FactWorld, got {type(world).__name__}")
+    if steps < 1 or batch < 1:
+        raise ValueError(f"steps and batch must be >= 1, got steps={steps}, batch={batch}")
+    tok = world.tokenizer()
+    data = world.prompt_set(tok)
+    model = build_model(len(tok), width=width, layers=layers, heads=heads, arch=arch, kv_heads=kv_heads, seed=seed)
+    model.train()
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0, betas=(0.9, 0.98))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda t: min(1.0, (t + 1) / 50) * 0.5 * (1 + math.cos(math.pi * t / steps)))
+    gen = torch.Generator().manual_seed(seed)
+    n = len(data)
+    recall, done = 0.0, 0
+    for step in range(steps):
+        idx = torch.randint(0, n, (min(batch, n),), generator=gen)
+        logits = model(input_ids=data.input_ids[idx]).logits[:, -1]
+        loss = nn.functional.cross_entropy(logits, data.answer_ids[idx])
+        if not torch.isfinite(loss):
+            raise FloatingPointError(f"training diverged at step {step} (loss {loss.item()})")
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sched.step()
+        done = step + 1
+        if done % check_every == 0 or done == steps:
+            model.eval()
+            recall = recall_accuracy(model, data)
+            model.train()
+            if recall >= target:
+                break
+    model.eval()
+    from factlocus.capacity import capacity_load
+
+    params = count_parameters(model)
+    info = {"steps": done, "recall": recall, "params": params,
+            "lambda": capacity_load(world.n_facts, world.n_answers, params)}
+    log.info("trained %s d=%d: recall %.4f after %d steps (lambda=%.3f)", world.motif, width, recall, done,
+             info["lambda"])
+    return model, tok, info
+
+
+@torch.no_grad()
+def plant_recall_circuit(world: FactWorld, *, layer: int = 1, layers: int = 2, gain: float = 30.0):
+    """A GPT-2 whose weights are *set* (not trained) so that ``mlp{layer}`` does the recall.
+
+    Construction: one-hot token embeddings (no positions); ``attn0`` attends uniformly (zero q/k) and
+    copies the normalised token vectors of the prompt into a separate "gathered" subspace; then, with
+    every other module writing zero, ``mlp{layer}`` has one hidden unit per fact whose input weight is
+    that fact's normalised residual at the last position and whose threshold sits half-way between its
+    own fact's score and the best other fact's, and writes ``gain`` onto the answer's (tied) unembedding
+    direction. Recall is exact when every fact's template is unique.
+
+    Returns ``(model, tokenizer)``.
+    """
+    if not 0 <= layer < layers:
+        raise ValueError(f"layer must be in [0, {layers}), got {layer}")
+    tok = world.tokenizer()
+    V = len(tok)
+    F = world.n_facts
+    d = 2 * V
+    cfg = GPT2Config(vocab_size=V, n_positions=8, n_embd=d, n_layer=layers, n_head=1, n_inner=max(F, 4),
+                     resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, tie_word_embeddings=True, bos_token_id=0, eos_token_id=0,
+                     activation_function="relu")
+    model = GPT2LMHeadModel(cfg).eval()
+    for p in model.parameters():
+        p.zero_()
+    for m in model.modules():
+        if isinstance(m, nn.LayerNorm):
+            m.weight.fill_(1.0)
+    tr = model.transformer
+    tr.wte.weight[:, :V] = torch.eye(V)
+    # attn0: c_attn = [q | k | v], q = k = 0 -> uniform causal attention; v = copy token dims
+    a0 = tr.h[0].attn
+    a0.c_attn.weight[:V, 2 * d:2 * d + V] = torch.eye(V)
+    a0.c_proj.weight[:V, V:2 * V] = torch.eye(V)
+    # templates: the normalised residual entering mlp{layer} at the last position, for every fact
+    data = world.prompt_set(tok)
+    acc = ModelAccess(model)
+    captured = {}
+
+    def grab(mod, args):
+        captured["x"] = args[0][:, -1].clone()
+
+    h = tr.h[layer].mlp.register_forward_pre_hook(grab)
+    acc.run(data.input_ids)
+    h.remove()
+    x = captured["x"]  # (F, d), the ln_2 output = what mlp{layer} reads
+    w = x / x.norm(dim=1, keepdim=True)
+    scores = w @ x.T  # (F units, F facts)
+    own = scores.diag()
+    other = scores.clone()
+    other.fill_diagonal_(-np.inf)
+    # facts with identical templates (the same prompt) cannot be separated
+    if bool((other.max(1).values >= own - 1e-6).any()):
+        raise ValueError("world: two facts share a prompt; the planted circuit needs unique prompts")
+    thr = 0.5 * (own + other.max(1).values)
+    mlp = tr.h[layer].mlp
+    scale = 1.0 / (own - thr)  # unit fires 1.0 on its own fact, <= 0 on every other
+    mlp.c_fc.weight[:, :F] = (w * scale[:, None]).T
+    mlp.c_fc.bias[:F] = -thr * scale
+    mlp.c_proj.weight[torch.arange(F), data.answer_ids] = gain
+    return model, tok
