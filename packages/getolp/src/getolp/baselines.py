@@ -19,7 +19,6 @@ from getolp.barycenter import (
     check_weights,
     grid_coords,
     grid_cost_matrix,
-    mass_scale,
 )
 
 
@@ -35,17 +34,16 @@ def full_lp_barycenter(histograms, grid_shape, weights=None, cost="sqeuclidean",
     w = check_weights(weights, h.shape[0])
     _check_solver(solver)
     C = grid_cost_matrix(shape, cost, coords)
-    scale = mass_scale(h)  # the same scaling as GETO-LP (HiGHS's tolerances are absolute)
     # POT's plans are indexed (input, barycenter) with cost M[j, k]; ours C[x_ν, y_μ]: pass Cᵀ.
     try:
-        nu, sol = ot.lp.barycenter(h.T * scale, np.ascontiguousarray(C.T), w, solver=solver, log=True)
+        nu, sol = ot.lp.barycenter(h.T, np.ascontiguousarray(C.T), w, solver=solver, log=True)
     except TypeError as e:  # POT indexes sol.x without checking the status
         raise SolverError(f"ot.lp.barycenter ({solver}) failed: {e}") from e
     if sol.status != 0:
         raise SolverError(f"ot.lp.barycenter ({solver}) did not solve the LP: status {sol.status}: {sol.message}")
-    nu = np.clip(np.asarray(nu) / scale, 0.0, None).reshape(shape)
+    nu = np.clip(np.asarray(nu), 0.0, None).reshape(shape)
     if log:
-        return nu, {"objective": float(sol.fun) / scale, "n_variables": int(sol.x.size)}
+        return nu, {"objective": float(sol.fun), "n_variables": int(sol.x.size)}
     return nu
 
 
