@@ -50,7 +50,7 @@ def plot_curves(curves: dict, targets: dict, path):
     k = len(curves)
     cols = min(3, k)
     rows = math.ceil(k / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.3 * cols, 2.6 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.3 * cols, 2.6 * rows), squeeze=False, layout="constrained")
     for ax, (name, by_opt) in zip(axes.flat, curves.items()):
         for opt, c in by_opt.items():
             ax.plot(c["clock"], c["val"], label=opt, color=COLORS.get(opt))
