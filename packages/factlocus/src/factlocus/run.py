@@ -57,9 +57,13 @@ def _world(cfg, motif: str, seed: int, **kw) -> FactWorld:
 def analyse_cell(cfg, world: FactWorld, width: int, seed: int) -> tuple[dict, dict]:
     """Train one recall model and run every analysis on it; returns ``(metrics row, profiles)``."""
     t0 = time.perf_counter()
+    lr = cfg.train.lr
+    if not isinstance(lr, (int, float)):  # one learning rate per width
+        lr = list(lr)[[int(w) for w in cfg.model.widths].index(width)] if width in cfg.model.widths else list(lr)[-1]
     model, tok, info = train_recall_model(world, width=width, layers=int(cfg.model.layers), heads=int(cfg.model.heads),
-                                          steps=int(cfg.train.steps), lr=float(cfg.train.lr),
-                                          batch=int(cfg.train.batch), seed=seed)
+                                          steps=int(cfg.train.steps), lr=float(lr), batch=int(cfg.train.batch),
+                                          target=float(cfg.train.get("target", 0.99)),
+                                          check_every=int(cfg.train.get("check_every", 100)), seed=seed)
     t_train = time.perf_counter() - t0
     data = world.prompt_set(tok)
     rng = np.random.default_rng(seed)

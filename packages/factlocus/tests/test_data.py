@@ -1,0 +1,89 @@
+import json
+
+import numpy as np
+import pytest
+from factlocus import (
+    FactWorld,
+    PromptSet,
+    check_counterfactuals,
+    counterfact_prompt_set,
+    matched_counterfactuals,
+    read_counterfact,
+)
+from factlocus.capacity import entropy_bits
+from factlocus.data import word_tokenizer
+
+
+def test_motifs_have_their_collision_structure():
+    s = FactWorld(n_subjects=32, n_relations=4, n_answers=16, motif="subject", cluster=4, seed=1)
+    assert len({tuple(r) for r in s.answers}) <= 32 // 4
+    r = FactWorld(n_subjects=32, n_relations=4, n_answers=16, motif="relation", cluster=2, seed=1)
+    cols = {tuple(c) for c in r.answers.T}
+    assert len(cols) <= 2
+    a = FactWorld(n_subjects=64, n_relations=4, n_answers=16, motif="answer", zipf=2.0, seed=1)
+    i = FactWorld(n_subjects=64, n_relations=4, n_answers=16, motif="independent", seed=1)
+    assert entropy_bits(a.answer_distribution()) < entropy_bits(i.answer_distribution()) - 1
+    assert len({tuple(p) for p in i.subject_parts}) == 64  # every subject a distinct token pair
+
+
+def test_prompts_are_two_token_subjects_then_relation(world):
+    tok = world.tokenizer()
+    ps = world.prompt_set(tok)
+    assert ps.input_ids.shape == (world.n_facts, 3)
+    assert len(ps) == world.n_facts and ps.answer_ids.max() < len(tok)
+
+
+@pytest.mark.parametrize("motif,coverage", [("independent", 0.9), ("subject", 0.9), ("answer", 0.2)])
+def test_matched_counterfactuals_satisfy_constraints(motif, coverage):
+    w = FactWorld(n_subjects=32, n_relations=4, n_answers=16, motif=motif, cluster=4, seed=2)
+    f = w.facts()
+    cf = matched_counterfactuals(f[:, 0], f[:, 1], f[:, 2], np.random.default_rng(0))
+    check_counterfactuals(cf, f[:, 0], f[:, 1], f[:, 2])
+    ok = cf >= 0
+    assert ok.mean() > coverage  # a skewed answer set leaves the most frequent answers unmatched
+    i, j = np.flatnonzero(ok), cf[ok]
+    assert (f[i, 1] == f[j, 1]).all() and (f[i, 0] != f[j, 0]).all() and (f[i, 2] != f[j, 2]).all()
+    counts = np.bincount(f[:, 2], minlength=16)
+    assert (np.maximum(counts[f[i, 2]], counts[f[j, 2]]) / np.minimum(counts[f[i, 2]], counts[f[j, 2]]) <= 2).all()
+
+
+def test_check_counterfactuals_rejects_violations():
+    s, r, a = np.array([0, 1, 2]), np.array([0, 0, 1]), np.array([5, 6, 5])
+    with pytest.raises(ValueError, match="relation"):
+        check_counterfactuals([2, -1, -1], s, r, a)  # different relation
+    with pytest.raises(ValueError, match="answer"):
+        check_counterfactuals([1, -1], [0, 1], [0, 0], [5, 5])  # same answer
+
+
+def test_bad_world_and_prompt_arguments(world):
+    with pytest.raises(ValueError, match="motif"):
+        FactWorld(motif="verbs")
+    with pytest.raises(ValueError, match="n_subjects"):
+        FactWorld(n_subjects=0)
+    with pytest.raises(ValueError, match="cluster"):
+        FactWorld(n_subjects=10, motif="subject", cluster=3)
+    tok = word_tokenizer(["x", "y", "z"])
+    with pytest.raises(ValueError, match="single tokens"):
+        PromptSet.from_strings(tok, ["x y"], ["y z"])
+    with pytest.raises(ValueError, match="same number of tokens"):
+        PromptSet.from_strings(tok, ["x y", "x"], ["y", "z"])
+
+
+def test_counterfact_reader_skips_bad_rows(tmp_path):
+    rows = [
+        {"requested_rewrite": {"prompt": "{} lives in", "subject": "ann", "relation_id": "P1",
+                               "target_true": {"str": "paris"}, "target_new": {"str": "rome"}}},
+        {"requested_rewrite": {"prompt": "{} lives in", "subject": "bob", "relation_id": "P1",
+                               "target_true": {"str": "rome"}}},
+        {"requested_rewrite": {"prompt": "no slot", "subject": "cy"}},
+        {"something": "else"},
+    ]
+    path = tmp_path / "cf.json"
+    path.write_text(json.dumps(rows))
+    recs, skipped = read_counterfact(path)
+    assert skipped == 2 and [r["prompt"] for r in recs] == ["ann lives in", "bob lives in"]
+    tok = word_tokenizer(["ann", "bob", "lives", "in", "paris", "rome"])
+    ps, dropped = counterfact_prompt_set(recs, tok, answer_prefix="")
+    assert len(ps) == 2 and dropped == 0 and list(ps.relations) == [0, 0]
+    with pytest.raises(ValueError, match="path"):
+        read_counterfact(tmp_path / "missing.json")
