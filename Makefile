@@ -11,6 +11,9 @@ PIP := $(PY) -m pip
 PKGS := $(sort $(patsubst packages/%/pyproject.toml,%,$(wildcard packages/*/pyproject.toml)))
 SEL := $(if $(PKG),$(PKG),$(PKGS))
 STAMP := $(VENV)/.installed
+# A package whose dependency cannot be resolved normally (e.g. a stale pin that does not build on
+# Python 3.11) lists it in packages/<slug>/requirements-nodeps.txt: installed with --no-deps.
+NODEPS := $(wildcard packages/*/requirements-nodeps.txt)
 
 .PHONY: setup test demo lint new clean-reports
 
@@ -19,8 +22,9 @@ $(PY):
 	$(PIP) install -q --upgrade pip
 
 # Re-install when a pyproject or the constraints change (editable installs see code edits at once).
-$(STAMP): $(PY) constraints.txt shared/pyproject.toml $(wildcard packages/*/pyproject.toml)
+$(STAMP): $(PY) constraints.txt shared/pyproject.toml $(wildcard packages/*/pyproject.toml) $(NODEPS)
 	$(PIP) install -q -c constraints.txt ruff hatchling editables -e "shared[test,plot]" $(foreach p,$(PKGS),-e "packages/$(p)[test,plot]")
+	$(if $(NODEPS),$(PIP) install -q --no-deps -c constraints.txt $(foreach f,$(NODEPS),-r $(f)))
 	touch $(STAMP)
 
 setup: $(STAMP)
