@@ -1,0 +1,180 @@
+"""The consensus and truth-finding game, vectorised in pure JAX.
+
+Our own design from the abstract of Seier et al. (2026), arXiv 2606.07487; the paper's exact
+rules are not public. Rules:
+
+1. A hidden truth ``T`` is drawn uniformly from ``K`` options.
+2. Agent ``i`` gets a private signal ``s_i``: equal to ``T`` with probability ``q_i``
+   (``signal_accuracy``, a scalar or one value per agent), otherwise uniform over the other
+   ``K − 1`` options.
+3. For ``R`` rounds every agent publicly declares an option ``d_i,t``. Its neighbours (in the
+   round's graph) see it.
+4. Reward of agent ``i`` in round ``t`` (``c`` = ``conformity``)::
+
+       r_i,t = (1 − c) · 1[d_i,t = T] + c · |{j ∈ N_t(i) : d_j,t = d_i,t}| / |N_t(i)|
+
+   with the agreement term 0 for an agent without neighbours.
+5. Observation after round ``t`` (a vector of ``3K + 2`` numbers, independent of ``N``):
+   one-hot own signal, one-hot own last declaration (zeros before round 1), the normalised
+   histogram of the neighbours' round-``t`` declarations, ``t / R`` and
+   ``log(1 + degree) / log(1 + N)``.
+
+The API follows JaxMARL (``reset(key) -> (obs, state)``,
+``step(key, state, actions) -> (obs, state, rewards, dones, info)``) with arrays indexed by agent
+instead of per-agent dicts, and gymnax-style optional ``params`` so that the conformity and the
+signal accuracy can be traced (``vmap`` over a conformity sweep compiles once). ``step`` does not
+auto-reset: an episode is exactly ``R`` steps (``lax.scan`` over rounds).
+
+Example:
+    >>> env = ConsensusGame(barabasi_albert(50), conformity=0.5)
+    >>> obs, state = env.reset(jax.random.key(0))
+    >>> obs, state, r, done, info = env.step(jax.random.key(1), state, state.signals)
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from consensusgame.graphs import Graph
+
+
+@struct.dataclass
+class EnvParams:
+    """Traceable game parameters: ``conformity`` (scalar) and ``signal_accuracy`` (scalar or ``(N,)``)."""
+
+    conformity: jax.Array
+    signal_accuracy: jax.Array
+
+
+@struct.dataclass
+class EnvState:
+    """``truth`` (), ``signals`` (N,), ``last_decl`` (N,; −1 before round 1), ``groups`` (N,),
+    ``counts`` (N, K) neighbour declaration counts of the last round, ``round`` ()."""
+
+    truth: jax.Array
+    signals: jax.Array
+    last_decl: jax.Array
+    groups: jax.Array
+    counts: jax.Array
+    round: jax.Array
+
+
+def _check_unit(name: str, value) -> None:
+    arr = np.asarray(value, dtype=float)
+    if not np.all(np.isfinite(arr)) or np.any(arr < 0) or np.any(arr > 1):
+        raise ValueError(f"{name} must lie in [0, 1], got {value!r}")
+
+
+class ConsensusGame:
+    """A truth-finding game with conformity reward on a graph (see the module docstring).
+
+    Args:
+        graph: a :class:`~consensusgame.graphs.Graph` (static or re-drawn groups).
+        n_options: ``K >= 2`` options.
+        signal_accuracy: ``q`` in [0, 1], a scalar or an array of shape ``(N,)``.
+        conformity: ``c`` in [0, 1].
+        rounds: ``R >= 1`` declaration rounds per episode.
+    """
+
+    def __init__(self, graph: Graph, n_options: int = 2, signal_accuracy=0.65, conformity: float = 0.5,
+                 rounds: int = 5):
+        if not isinstance(graph, Graph):
+            raise TypeError(f"graph must be a consensusgame.graphs.Graph, got {type(graph).__name__}")
+        for name, v in (("n_options", n_options), ("rounds", rounds)):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise TypeError(f"{name} must be an int, got {type(v).__name__}")
+        if n_options < 2:
+            raise ValueError(f"n_options must be >= 2, got {n_options}")
+        if rounds < 1:
+            raise ValueError(f"rounds must be >= 1, got {rounds}")
+        _check_unit("signal_accuracy", signal_accuracy)
+        _check_unit("conformity", conformity)
+        q = np.asarray(signal_accuracy, dtype=np.float32)
+        if q.ndim not in (0, 1) or (q.ndim == 1 and q.shape[0] != graph.n_nodes):
+            raise ValueError(f"signal_accuracy must be a scalar or have shape ({graph.n_nodes},), got {q.shape}")
+        self.graph = graph
+        self.num_agents = graph.n_nodes
+        self.n_options = int(n_options)
+        self.rounds = int(rounds)
+        self.obs_dim = 3 * self.n_options + 2
+        self.default_params = EnvParams(jnp.float32(conformity), jnp.asarray(q))
+        self._senders = jnp.asarray(graph.senders)
+        self._receivers = jnp.asarray(graph.receivers)
+        self._static_degree = jnp.asarray(graph.degree(), dtype=jnp.float32)
+        self._log_norm = math.log1p(graph.n_nodes)
+
+    # neighbourhoods -------------------------------------------------------------------
+
+    def _draw_groups(self, key) -> jax.Array:
+        n = self.num_agents
+        if self.graph.kind != "groups":
+            return jnp.zeros(n, dtype=jnp.int32)
+        slot_group = jnp.arange(n, dtype=jnp.int32) // self.graph.group_size
+        return jnp.zeros(n, dtype=jnp.int32).at[jax.random.permutation(key, n)].set(slot_group)
+
+    def neighbour_sum(self, x: jax.Array, groups: jax.Array) -> jax.Array:
+        """``Σ_{j ∈ N(i)} x_j`` for every agent, ``x`` of shape ``(N, ...)``; O(edges)."""
+        if self.graph.kind == "groups":
+            tot = jax.ops.segment_sum(x, groups, num_segments=self.graph.n_groups)
+            return tot[groups] - x
+        return jax.ops.segment_sum(x[self._senders], self._receivers, num_segments=self.num_agents)
+
+    def degree(self, groups: jax.Array) -> jax.Array:
+        if self.graph.kind == "groups":
+            return self.neighbour_sum(jnp.ones(self.num_agents, jnp.float32), groups)
+        return self._static_degree
+
+    # API ------------------------------------------------------------------------------
+
+    def _obs(self, state: EnvState) -> jax.Array:
+        k = self.n_options
+        deg = self.degree(state.groups)
+        own = jax.nn.one_hot(state.signals, k)
+        last = jax.nn.one_hot(state.last_decl, k)  # −1 gives zeros
+        hist = state.counts / jnp.maximum(state.counts.sum(-1, keepdims=True), 1.0)
+        t = jnp.full((self.num_agents, 1), state.round / self.rounds, dtype=jnp.float32)
+        ld = (jnp.log1p(deg) / self._log_norm)[:, None]
+        return jnp.concatenate([own, last, hist, t, ld], axis=-1)
+
+    def reset(self, key, params: EnvParams | None = None):
+        """Draw truth, signals and the first groups. Returns ``(obs (N, 3K+2), state)``."""
+        params = self.default_params if params is None else params
+        n, k = self.num_agents, self.n_options
+        kt, kc, kw, kg = jax.random.split(key, 4)
+        truth = jax.random.randint(kt, (), 0, k)
+        correct = jax.random.uniform(kc, (n,)) < params.signal_accuracy
+        wrong = (truth + jax.random.randint(kw, (n,), 1, k)) % k
+        signals = jnp.where(correct, truth, wrong).astype(jnp.int32)
+        state = EnvState(truth.astype(jnp.int32), signals, jnp.full((n,), -1, jnp.int32), self._draw_groups(kg),
+                         jnp.zeros((n, k), jnp.float32), jnp.int32(0))
+        return self._obs(state), state
+
+    def step(self, key, state: EnvState, actions, params: EnvParams | None = None):
+        """Everyone declares ``actions`` (N,) ints in [0, K).
+
+        Returns ``(obs, state, rewards (N,), dones (N,), info)``; ``info`` holds ``correct``,
+        ``agreement`` (fraction of neighbours agreeing), ``degree`` and ``all_done``.
+        """
+        params = self.default_params if params is None else params
+        k = self.n_options
+        actions = jnp.asarray(actions, dtype=jnp.int32)
+        onehot = jax.nn.one_hot(actions, k)
+        counts = self.neighbour_sum(onehot, state.groups)
+        deg = counts.sum(-1)
+        agree = jnp.where(deg > 0, jnp.take_along_axis(counts, actions[:, None], 1)[:, 0] / jnp.maximum(deg, 1.0), 0.0)
+        correct = (actions == state.truth).astype(jnp.float32)
+        c = params.conformity
+        rewards = (1.0 - c) * correct + c * agree
+        new_round = state.round + 1
+        new_groups = self._draw_groups(key) if self.graph.kind == "groups" else state.groups
+        # the observation shows the round just played; degree feature refers to the next round
+        nxt = state.replace(last_decl=actions, counts=counts, round=new_round, groups=new_groups)
+        done = new_round >= self.rounds
+        dones = jnp.full((self.num_agents,), done)
+        info = {"correct": correct, "agreement": agree, "degree": deg, "all_done": done}
+        return self._obs(nxt), nxt, rewards, dones, info
