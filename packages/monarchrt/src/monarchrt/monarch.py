@@ -1,0 +1,362 @@
+"""Monarch attention aligned to a video token layout (MonarchRT, arXiv 2602.12271).
+
+Softmax attention ``A = softmax(S)``, ``S = scale · Q Kᵀ``, is the maximiser over row-stochastic
+matrices of the variational objective
+
+    f(A) = Σ_q [ ⟨A_q, S_q⟩ + H(A_q) ]          (max = Σ_q logsumexp S_q, reached at softmax).
+
+Monarch attention maximises ``f`` over Monarch-structured maps instead. Keys are cut into ``m``
+blocks of ``b`` tokens (tiles of the (frames, height, width) grid, ``block=(bf, bh, bw)``; the
+default is one frame per block). Queries are sorted into *classes* ``c(q)``; the map is
+
+    A[q, (k, i)] = L[q, k] · R[k, c(q), i],        Σ_k L[q, k] = 1,  Σ_i R[k, c, i] = 1,
+
+i.e. ``A = L̂ R̂`` with ``R̂`` block-diagonal over key blocks and ``L̂`` block-diagonal over classes
+after a permutation — a Monarch matrix ``P L Pᵀ R``. Its support is full (every key gets weight).
+In the plain Monarch case a query's class is its position inside its own tile, so one R row is
+shared by the queries at the same in-tile position of every tile. Exact alternating maximisation
+of ``f`` (``num_iters`` rounds, starting from uniform ``L``):
+
+    R-step:  R[k, c, :] = softmax_i( scale · Q̃[k, c] · K[k, i] ),  Q̃[k, c] = Σ_{q∈c} L[q,k] Q_q / Σ_{q∈c} L[q,k]
+    L-step:  L[q, :]    = softmax_k( scale · Q_q · K̃[k, c(q)] + H(R[k, c(q), :]) ),  K̃[k, c] = Σ_i R[k,c,i] K[k,i]
+
+and the output is ``O_q = Σ_k L[q,k] Σ_i R[k,c(q),i] V[k,i]``. Each step maximises ``f`` exactly
+in its factor, so ``f`` never decreases with ``num_iters``.
+
+Tiled extension (our reading of the abstract's "tiled Monarch"; the paper's exact definition was not
+available): ``h_reduce``/``w_reduce`` merge ``h_reduce × w_reduce`` cells of in-tile positions into one
+class (fewer R rows → fewer FLOPs); ``f_tied=False`` unties the classes across frame tiles (one set of
+R rows per query frame tile → more FLOPs, more expressive).
+
+Block-causal chunks (``causal_frames=True``, ``chunk_frames`` frames per chunk): a query attends to
+blocks of its own and earlier chunks only, and classes never mix chunks, so a chunk's output is a
+function of its own queries and past keys/values only — which is what makes the KV cache of
+:class:`MonarchKVCache` exact.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from einops import rearrange
+from torch import nn
+
+from monarchrt.kernels import block_attention, block_attention_ref
+
+
+@dataclass(frozen=True)
+class MonarchPlan:
+    """How tokens of a (F, H, W) layout map to key blocks and query classes."""
+
+    F: int
+    H: int
+    W: int
+    bf: int
+    bh: int
+    bw: int
+    h_reduce: int
+    w_reduce: int
+    gf: int  # frames per query group (classes never span groups)
+    causal: bool
+    chunk_frames: int
+
+    @property
+    def N(self) -> int:
+        return self.F * self.H * self.W
+
+    @property
+    def m(self) -> int:  # key blocks
+        return (self.F // self.bf) * (self.H // self.bh) * (self.W // self.bw)
+
+    @property
+    def b(self) -> int:  # tokens per key block
+        return self.bf * self.bh * self.bw
+
+    @property
+    def G(self) -> int:  # query groups
+        return self.F // self.gf
+
+    @property
+    def C(self) -> int:  # classes per group
+        return self.bf * (self.bh // self.h_reduce) * (self.bw // self.w_reduce)
+
+    @property
+    def S(self) -> int:  # queries per class
+        return self.N // (self.G * self.C)
+
+    def _dims(self):
+        return dict(fo=self.gf // self.bf, fi=self.bf, hc=self.bh // self.h_reduce, hr=self.h_reduce,
+                    ho=self.H // self.bh, wc=self.bw // self.w_reduce, wr=self.w_reduce, wo=self.W // self.bw)
+
+    def queries(self, x):  # (..., N, d) -> (..., G, C, S, d)
+        return rearrange(x, "... (go fo fi ho hc hr wo wc wr) d -> ... go (fi hc wc) (fo ho wo hr wr) d",
+                         **self._dims())
+
+    def unqueries(self, x):
+        return rearrange(x, "... go (fi hc wc) (fo ho wo hr wr) d -> ... (go fo fi ho hc hr wo wc wr) d",
+                         **self._dims())
+
+    def keys(self, x):  # (..., N, d) -> (..., m, b, d)
+        return rearrange(x, "... (kf fi ho hi wo wi) d -> ... (kf ho wo) (fi hi wi) d",
+                         fi=self.bf, ho=self.H // self.bh, hi=self.bh, wo=self.W // self.bw, wi=self.bw)
+
+    def allowed(self, device=None) -> torch.Tensor:
+        """(G, m) bool: may query group g attend to key block k."""
+        if not self.causal:
+            return torch.ones(self.G, self.m, dtype=torch.bool, device=device)
+        nhw = (self.H // self.bh) * (self.W // self.bw)
+        kframe = (torch.arange(self.m, device=device) // nhw) * self.bf
+        gframe = torch.arange(self.G, device=device) * self.gf
+        return (kframe[None, :] // self.chunk_frames) <= (gframe[:, None] // self.chunk_frames)
+
+    def token_class(self) -> torch.Tensor:
+        """(N,) global class id of every query token (in layout order)."""
+        ids = torch.arange(self.G * self.C).reshape(self.G, self.C, 1, 1).expand(-1, -1, self.S, 1)
+        return self.unqueries(ids.float()).reshape(-1).long()
+
+    def token_block(self) -> torch.Tensor:
+        """(N,) key block of every token (in layout order)."""
+        ids = torch.arange(self.m).reshape(self.m, 1, 1).expand(-1, self.b, 1).float()
+        return rearrange(ids, "(kf ho wo) (fi hi wi) d -> (kf fi ho hi wo wi) d", fi=self.bf,
+                         ho=self.H // self.bh, hi=self.bh, wo=self.W // self.bw, wi=self.bw).reshape(-1).long()
+
+    def token_in_block(self) -> torch.Tensor:
+        """(N,) position of every token inside its key block."""
+        ids = torch.arange(self.b).reshape(1, self.b, 1).expand(self.m, -1, 1).float()
+        return rearrange(ids, "(kf ho wo) (fi hi wi) d -> (kf fi ho hi wo wi) d", fi=self.bf,
+                         ho=self.H // self.bh, hi=self.bh, wo=self.W // self.bw, wi=self.bw).reshape(-1).long()
+
+
+def _as_int(name, x, minimum=1):
+    if isinstance(x, bool) or not isinstance(x, int):
+        raise TypeError(f"{name} must be an int, got {type(x).__name__}")
+    if x < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {x}")
+    return x
+
+
+def make_plan(layout, *, block=None, h_reduce: int = 1, w_reduce: int = 1, f_tied: bool = True,
+              causal_frames: bool = False, chunk_frames: int | None = None) -> MonarchPlan:
+    """Validate the knobs and build the :class:`MonarchPlan` (see :func:`monarch_attention`)."""
+    if not isinstance(layout, (tuple, list)) or len(layout) != 3:
+        raise ValueError(f"layout must be a (frames, height, width) triple, got {layout!r}")
+    F, H, W = (_as_int(f"layout[{i}]", int(x) if not isinstance(x, bool) else x) for i, x in enumerate(layout))
+    block = (1, H, W) if block is None else tuple(block)
+    if len(block) != 3:
+        raise ValueError(f"block must be a (bf, bh, bw) triple, got {block!r}")
+    bf, bh, bw = (_as_int(f"block[{i}]", int(x)) for i, x in enumerate(block))
+    for name, size, dim in (("block[0]", bf, F), ("block[1]", bh, H), ("block[2]", bw, W)):
+        if dim % size:
+            raise ValueError(f"{name}={size} must divide the layout dimension {dim}")
+    _as_int("h_reduce", h_reduce)
+    _as_int("w_reduce", w_reduce)
+    if bh % h_reduce:
+        raise ValueError(f"h_reduce={h_reduce} must divide the block height {bh}")
+    if bw % w_reduce:
+        raise ValueError(f"w_reduce={w_reduce} must divide the block width {bw}")
+    if causal_frames:
+        chunk = bf if chunk_frames is None else _as_int("chunk_frames", chunk_frames)
+        if chunk % bf or F % chunk:
+            raise ValueError(f"chunk_frames={chunk} must be a multiple of block[0]={bf} and divide frames={F}")
+        gf = chunk if f_tied else bf
+    else:
+        chunk = F
+        gf = F if f_tied else bf
+    return MonarchPlan(F, H, W, bf, bh, bw, h_reduce, w_reduce, gf, bool(causal_frames), chunk)
+
+
+def _check_qkv(q, k, v, N=None):
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.ndim not in (3, 4):
+            raise ValueError(f"{name} must have shape (batch, [heads,] tokens, dim), got {tuple(t.shape)}")
+        if not t.is_floating_point():
+            raise TypeError(f"{name} must be a floating-point tensor, got {t.dtype}")
+    if not (q.dtype == k.dtype == v.dtype):
+        raise TypeError(f"q, k, v must share a dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
+    if not (q.device == k.device == v.device):
+        raise ValueError(f"q, k, v must be on one device, got {q.device}, {k.device}, {v.device}")
+    if not (q.ndim == k.ndim == v.ndim) or q.shape[:-2] != k.shape[:-2] or k.shape[:-1] != v.shape[:-1]:
+        raise ValueError(f"incompatible shapes q={tuple(q.shape)} k={tuple(k.shape)} v={tuple(v.shape)}")
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"q and k must share the head dim, got {q.shape[-1]} and {k.shape[-1]}")
+    if N is not None and (q.shape[-2] != N or k.shape[-2] != N):
+        raise ValueError(f"the token count must equal frames*height*width={N} of layout, "
+                         f"got q: {q.shape[-2]}, k: {k.shape[-2]}")
+
+
+def _iterate(Qc, Kb, Vb, allowed, num_iters, scale, attend, keep=False):
+    """Alternating maximisation. Qc (B,G,C,S,d); Kb, Vb (B,m,b,d); allowed (G,m).
+
+    Returns the output in class layout (B,G,C,S,e) and, with ``keep``, the factors and objectives.
+    """
+    B, G, C, S, d = Qc.shape
+    m, b, e = Kb.shape[1], Kb.shape[2], Vb.shape[-1]
+    mask = torch.zeros(G, m, dtype=Qc.dtype, device=Qc.device).masked_fill(~allowed, float("-inf"))
+    L = torch.softmax(mask, -1)[None, :, None, None, :].expand(B, G, C, S, m)
+    KV = torch.cat([Kb, Vb], -1).reshape(B * m, b, d + e)
+    history = []
+    for it in range(num_iters):
+        # R-step: one aggregated query per (block, class)
+        w = L.sum(-2)  # (B,G,C,m)
+        Qt = torch.einsum("bgcsm,bgcsd->bgcmd", L, Qc) / w.clamp_min(1e-30)[..., None]
+        qr = rearrange(Qt, "b g c m d -> (b m) (g c) d")
+        o, ent = attend(qr, KV[..., :d], KV, None, scale)
+        o = rearrange(o, "(b m) (g c) e -> b g c m e", b=B, g=G)
+        Kt, Vt = o[..., :d], o[..., d:]
+        HR = rearrange(ent, "(b m) (g c) -> b g c m", b=B, g=G)
+        bias = HR + mask[None, :, None, :]
+        last = it == num_iters - 1
+        if keep or not last:
+            logits = scale * torch.einsum("bgcsd,bgcmd->bgcsm", Qc, Kt) + bias[..., None, :]
+            L = torch.softmax(logits, -1)
+        if keep:
+            Rl = scale * torch.einsum("bgcmd,bmid->bgcmi", Qt, Kb)
+            R = torch.softmax(Rl, -1)
+            ent_L = torch.special.entr(L).sum(-1)  # H(L_q)
+            obj = (L * (scale * torch.einsum("bgcsd,bgcmd->bgcsm", Qc, Kt) + HR[..., None, :]))
+            obj = obj.sum((-1, -2, -3, -4)) + ent_L.sum((-1, -2, -3))
+            history.append(obj)
+    if keep:
+        out = torch.einsum("bgcsm,bgcmd->bgcsd", L, Vt)
+        return out, dict(L=L, R=R, objective=torch.stack(history, -1))
+    out, _ = attend(rearrange(Qc, "b g c s d -> (b g c) s d"), rearrange(Kt, "b g c m d -> (b g c) m d"),
+                    rearrange(Vt, "b g c m d -> (b g c) m d"), rearrange(bias, "b g c m -> (b g c) m"), scale)
+    return rearrange(out, "(b g c) s d -> b g c s d", b=B, g=G), None
+
+
+def _flatten(q, k, v):
+    lead = q.shape[:-2]
+    f = lambda t: t.reshape(-1, *t.shape[-2:])  # noqa: E731
+    return lead, f(q), f(k), f(v)
+
+
+def monarch_attention(q, k, v, layout, num_iters: int = 1, causal_frames: bool = False, *, block=None,
+                      h_reduce: int = 1, w_reduce: int = 1, f_tied: bool = True, chunk_frames: int | None = None,
+                      scale: float | None = None, backend: str = "auto"):
+    """Monarch attention with SDPA shapes: q, k (..., N, d), v (..., N, e) → (..., N, e).
+
+    Args:
+        q, k, v: tensors shaped like ``F.scaled_dot_product_attention`` inputs, tokens in
+            (frames, height, width) row-major order.
+        layout: ``(F, H, W)`` with ``F·H·W = N``.
+        num_iters: rounds of alternating maximisation (≥ 1).
+        causal_frames: block-causal frame chunks of ``chunk_frames`` frames (default ``block[0]``).
+        block: key-block tile ``(bf, bh, bw)``; default one frame ``(1, H, W)``.
+        h_reduce, w_reduce, f_tied: tiled-Monarch knobs (module docstring).
+        scale: logit scale, default ``1/sqrt(d)``.
+        backend: ``"auto"`` (the paperworks dispatcher: Triton where it runs), ``"torch"`` (reference).
+
+    Example:
+        >>> q = k = v = torch.randn(1, 2, 4 * 8 * 8, 16)
+        >>> monarch_attention(q, k, v, layout=(4, 8, 8)).shape
+        torch.Size([1, 2, 256, 16])
+    """
+    plan = make_plan(layout, block=block, h_reduce=h_reduce, w_reduce=w_reduce, f_tied=f_tied,
+                     causal_frames=causal_frames, chunk_frames=chunk_frames)
+    _check_qkv(q, k, v, plan.N)
+    _as_int("num_iters", num_iters)
+    if backend not in ("auto", "torch"):
+        raise ValueError(f"backend must be 'auto' or 'torch', got {backend!r}")
+    attend = block_attention if backend == "auto" else block_attention_ref
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    lead, q, k, v = _flatten(q, k, v)
+    out, _ = _iterate(plan.queries(q), plan.keys(k), plan.keys(v), plan.allowed(q.device), num_iters, scale, attend)
+    return plan.unqueries(out).reshape(*lead, plan.N, v.shape[-1])
+
+
+def monarch_factors(q, k, v, layout, num_iters: int = 1, causal_frames: bool = False, **knobs):
+    """The factors, the materialised map and the objective after each round (reference path, small N).
+
+    Returns a dict with ``L`` (B,G,C,S,m), ``R`` (B,G,C,m,b), ``objective`` (B, num_iters),
+    ``A`` (B, N, N) in layout order (rows = queries), ``out`` (B, N, e) and the ``plan``.
+    """
+    scale = knobs.pop("scale", None)
+    plan = make_plan(layout, causal_frames=causal_frames, **knobs)
+    _check_qkv(q, k, v, plan.N)
+    _as_int("num_iters", num_iters)
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    lead, q, k, v = _flatten(q, k, v)
+    out, fac = _iterate(plan.queries(q), plan.keys(k), plan.keys(v), plan.allowed(q.device), num_iters, scale,
+                        block_attention_ref, keep=True)
+    L, R = fac["L"], fac["R"]
+    # A[q, key] = L[q, block(key)] * R[block(key), class(q), pos(key)]
+    Lq = plan.unqueries(L)  # (B, N, m) in layout order
+    cls, blk, pos = plan.token_class(), plan.token_block(), plan.token_in_block()
+    Rf = rearrange(R, "b g c m i -> b (g c) m i")
+    A = Lq[:, :, blk] * Rf[:, cls][:, :, blk, pos]
+    return dict(L=L, R=R, objective=fac["objective"], A=A, out=plan.unqueries(out), plan=plan)
+
+
+def monarch_flops(plan: MonarchPlan, d: int, e: int | None = None, num_iters: int = 1) -> float:
+    """Multiply–add FLOPs (×2) of one head of :func:`monarch_attention` as implemented."""
+    e = d if e is None else e
+    N, m, b, GC = plan.N, plan.m, plan.b, plan.G * plan.C
+    per_iter = 2 * N * m * d + 2 * GC * m * b * d + 2 * GC * m * b * (d + e) + 2 * N * m * d
+    return float(num_iters * per_iter + 2 * N * m * e)
+
+
+def dense_flops(N: int, d: int, e: int | None = None) -> float:
+    """FLOPs of dense attention for one head: QKᵀ and AV."""
+    return float(2 * N * N * d + 2 * N * N * (d if e is None else e))
+
+
+class MonarchAttention(nn.Module):
+    """Drop-in attention op: ``MonarchAttention(layout=(F, H, W), ...)(q, k, v)`` (SDPA shapes).
+
+    Holds no parameters; it fixes the layout and knobs of :func:`monarch_attention`.
+    """
+
+    def __init__(self, layout, *, num_iters: int = 1, causal_frames: bool = False, **knobs):
+        super().__init__()
+        self.plan = make_plan(layout, causal_frames=causal_frames, **{k: v for k, v in knobs.items()
+                                                                      if k not in ("scale", "backend")})
+        self.layout, self.num_iters, self.causal_frames, self.knobs = tuple(layout), num_iters, causal_frames, knobs
+
+    def forward(self, q, k, v):
+        return monarch_attention(q, k, v, self.layout, self.num_iters, self.causal_frames, **self.knobs)
+
+    def sparsity(self, d: int) -> float:
+        """1 − FLOPs(Monarch)/FLOPs(dense): the FLOP-ratio notion of sparsity, not a mask density."""
+        return 1.0 - monarch_flops(self.plan, d, num_iters=self.num_iters) / dense_flops(self.plan.N, d)
+
+    def extra_repr(self) -> str:
+        return f"layout={self.layout}, num_iters={self.num_iters}, causal_frames={self.causal_frames}, {self.knobs}"
+
+
+class MonarchKVCache:
+    """Autoregressive chunk-by-chunk Monarch attention with a key/value cache.
+
+    ``step(q, k, v)`` takes one chunk of ``chunk_frames`` frames (SDPA shapes, tokens of the chunk in
+    layout order), appends its keys/values to the cache and returns the chunk's output — equal to
+    the corresponding rows of ``monarch_attention(..., causal_frames=True)`` over the whole video.
+    """
+
+    def __init__(self, frame_shape, *, chunk_frames: int = 1, num_iters: int = 1, **knobs):
+        self.H, self.W = (int(x) for x in frame_shape)
+        self.chunk_frames, self.num_iters, self.knobs = _as_int("chunk_frames", chunk_frames), num_iters, knobs
+        self.k = self.v = None
+
+    @property
+    def frames(self) -> int:
+        return 0 if self.k is None else self.k.shape[-2] // (self.H * self.W)
+
+    def step(self, q, k, v):
+        cf, H, W = self.chunk_frames, self.H, self.W
+        _check_qkv(q, k, v, cf * H * W)
+        self.k = k if self.k is None else torch.cat([self.k, k], -2)
+        self.v = v if self.v is None else torch.cat([self.v, v], -2)
+        knobs = dict(self.knobs)
+        scale = knobs.pop("scale", None)
+        scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+        backend = knobs.pop("backend", "auto")
+        attend = block_attention if backend == "auto" else block_attention_ref
+        qplan = make_plan((cf, H, W), causal_frames=True, chunk_frames=cf, **knobs)
+        kplan = make_plan((self.frames, H, W), causal_frames=True, chunk_frames=cf, **knobs)
+        lead, qf, kf, vf = _flatten(q, self.k, self.v)
+        allowed = torch.ones(qplan.G, kplan.m, dtype=torch.bool, device=q.device)
+        out, _ = _iterate(qplan.queries(qf), kplan.keys(kf), kplan.keys(vf), allowed, self.num_iters, scale, attend)
+        return qplan.unqueries(out).reshape(*lead, qplan.N, v.shape[-1])
