@@ -19,7 +19,7 @@ from monarchrt.monarch import dense_flops, make_plan, monarch_attention, monarch
 METHODS = ("monarch", "misaligned", "topk", "sliding_tile", "nystrom")
 
 
-def monarch_for_budget(layout, d: int, budget: float, num_iters: int = 1) -> tuple[dict, float]:
+def monarch_for_budget(layout, d: int, budget: float, num_iters: int = 1, **plan_kw) -> tuple[dict, float]:
     """The Monarch knobs with the most FLOPs not above ``budget`` × dense (ties: the first found).
 
     If nothing fits (tiny N), the cheapest setting is returned; its FLOP ratio says so.
@@ -33,7 +33,7 @@ def monarch_for_budget(layout, d: int, budget: float, num_iters: int = 1) -> tup
         if blk[1] % hr or blk[2] % wr:
             continue
         knobs = dict(block=blk, h_reduce=hr, w_reduce=wr, num_iters=num_iters)
-        ratio = monarch_flops(make_plan(layout, block=blk, h_reduce=hr, w_reduce=wr), d,
+        ratio = monarch_flops(make_plan(layout, block=blk, h_reduce=hr, w_reduce=wr, **plan_kw), d,
                               num_iters=num_iters) / dense_flops(N, d)
         if best_ratio < ratio <= budget:
             best, best_ratio = knobs, ratio
