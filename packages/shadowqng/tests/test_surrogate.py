@@ -226,3 +226,24 @@ def test_bad_cost_and_params(rng):
 def test_circuit_from_tape_parameters_in_order(rng):
     tape = qml.tape.QuantumScript([qml.RY(0.1, 0), qml.RZ(0.2, 0)], [qml.expval(qml.Z(0))])
     assert circuit_from_tape(tape).n_params == 2
+
+
+def test_lightning_device_plugs_in(rng):
+    """lightning.qubit rejects qml.classical_shadow: the per-snapshot sampling fallback is used."""
+    pytest.importorskip("pennylane_lightning")
+    n = 3
+    circ = hardware_efficient(n, 1)
+    theta = pnp.array(rng.uniform(-np.pi, np.pi, circ.n_params), requires_grad=True)
+    out = {}
+    for name in ("lightning.qubit", "default.qubit"):
+        @qml.qnode(qml.device(name, wires=n))
+        def cost(t):
+            apply_ansatz(circ, t)
+            return qml.expval(qml.Z(0) @ qml.Z(1))
+
+        led = ShotLedger()
+        out[name] = surrogate_qfim(cost, theta, k=2, shots=1500, seed=2, ledger=led)
+        assert led.shots == 1500
+    exact = surrogate_qfim(cost, theta, k=2)
+    for f in out.values():
+        assert np.abs(f - exact).max() < 0.3

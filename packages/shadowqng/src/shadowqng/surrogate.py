@@ -306,6 +306,35 @@ def _arg_jacobian(qnode, args, kwargs):
     return np.hstack(mats), argnums
 
 
+def measure_shadow(ops, wires, snapshots: int, device, seed=None) -> tuple[np.ndarray, np.ndarray]:
+    """``snapshots`` random-Pauli snapshots ``(bits, recipes)`` of the state prepared by ``ops``.
+
+    Uses ``qml.classical_shadow`` where the device accepts it; otherwise (e.g. ``lightning.qubit``)
+    one single-shot ``qml.sample`` circuit per snapshot, with the basis rotations appended and the
+    recipes drawn here — the same estimator input and the same cost (one circuit, one shot each).
+    """
+    try:
+        st = qml.tape.QuantumScript(ops, [qml.classical_shadow(wires=wires, seed=seed)], shots=snapshots)
+        (res,) = qml.execute([st], device)
+        return np.asarray(res[0]).astype(np.int8), np.asarray(res[1]).astype(np.int8)
+    except qml.exceptions.DeviceError:
+        pass
+    rng = np.random.default_rng(seed)
+    recipes = rng.integers(0, 3, size=(snapshots, len(wires))).astype(np.int8)
+    tapes = []
+    for row in recipes:
+        rot = []
+        for w, r in zip(wires, row):
+            if r == 1:
+                rot.append(qml.adjoint(qml.S(wires=w)))
+            if r in (0, 1):
+                rot.append(qml.Hadamard(wires=w))
+        tapes.append(qml.tape.QuantumScript(list(ops) + rot, [qml.sample(wires=wires)], shots=1))
+    res = qml.execute(tapes, device)
+    bits = np.array([np.asarray(r).reshape(-1) for r in res], dtype=np.int8)
+    return bits, recipes
+
+
 def surrogate_qfim(qnode, *args, k: int = 2, shots: int | None = None, mask: bool = True, groups: int = 10,
                    median: bool = True, seed=None, ledger: ShotLedger | None = None, log: bool = False, **kwargs):
     r"""The shadow-QFIM surrogate of a QNode at ``args``, in the space of the flattened trainable args.
@@ -344,10 +373,7 @@ def surrogate_qfim(qnode, *args, k: int = 2, shots: int | None = None, mask: boo
         state = np.asarray(state).reshape(-1)
         f_tape = exact_estimate(plan, state)
     else:
-        mp = qml.classical_shadow(wires=circ.wires, seed=seed)
-        st = qml.tape.QuantumScript(ops, [mp], shots=shots)
-        (res,) = qml.execute([st], qnode.device)
-        bits, recipes = np.asarray(res[0]), np.asarray(res[1])
+        bits, recipes = measure_shadow(ops, circ.wires, shots, qnode.device, seed)
         f_tape = shadow_estimate(plan, bits, recipes, groups=min(groups, shots) if shots >= 2 else 2,
                                  median=median)
         if ledger is not None:
