@@ -67,10 +67,13 @@ def run_bench(cfg, out_dir: Path | None = None) -> dict:
                             rounds=rounds)
         comp, ts = _time(_env_fn(env, episodes), jax.random.key(0), int(b.repeats))
         agent_steps = episodes * rounds * n
-        t0 = time.perf_counter()
-        random_episodes(graph, episodes=int(b.numpy_episodes), n_options=k, rounds=rounds, conformity=0.5,
-                        signal_accuracy=float(cfg.signal_accuracy), rng=np.random.default_rng(0))
-        np_rate = int(b.numpy_episodes) * rounds * n / (time.perf_counter() - t0)
+        np_ts = []
+        for r in range(int(b.repeats)):
+            t0 = time.perf_counter()
+            random_episodes(graph, episodes=episodes, n_options=k, rounds=rounds, conformity=0.5,
+                            signal_accuracy=float(cfg.signal_accuracy), rng=np.random.default_rng(r))
+            np_ts.append(time.perf_counter() - t0)
+        np_rate = agent_steps / float(np.min(np_ts))
         row = {"kind": "env", "n_nodes": n, "m": m, "edges": graph.n_edges, "compile_s": comp,
                "step_s": float(ts.min()) / rounds, "agent_steps_per_s": agent_steps / float(ts.min()),
                "agent_steps_per_s_median": agent_steps / float(np.median(ts)), "numpy_agent_steps_per_s": np_rate,
@@ -95,9 +98,9 @@ def run_bench(cfg, out_dir: Path | None = None) -> dict:
                      "update_s": float(ts.min()), "samples_per_update": int(b.update_envs) * rounds * int(n)})
         log.info("update N=%d: compile %.2f s, %.3f s per PPO update", n, comp, float(ts.min()))
 
-    # cost growth: per-round time against edges over the BA sizes (log-log slope, t-interval)
-    edges = np.array([e for e, _ in env_pts[: len(b.n_values)]], float)
-    per_round = np.array([ts.min() / rounds for _, ts in env_pts[: len(b.n_values)]])
+    # cost growth: per-round time against edges over every graph (log-log slope, t-interval)
+    edges = np.array([e for e, _ in env_pts], float)
+    per_round = np.array([ts.min() / rounds for _, ts in env_pts])
     slope, se = loglog_slope(edges, per_round)
     from scipy import stats as st
 
@@ -108,14 +111,15 @@ def run_bench(cfg, out_dir: Path | None = None) -> dict:
     n_big = int(b.n_values[-1])
     rate = estimate(episodes * rounds * n_big / big)
     np_big = rows[len(b.n_values) - 1]["numpy_agent_steps_per_s"]
+    # note: the JAX rate carries a t-interval over the timed repeats; NumPy's is its best repeat
     claims = [
         Claim.threshold(
             "env_cost_linear_in_edges",
             "The game's cost grows no worse than linearly in the number of edges (jit, N up to "
-            f"{n_big}).", "log-log slope of time per round vs edges", slope_est, threshold=1.0, better="lower"),
+            f"{n_big}).", "log-log slope of time per round (all parallel episodes) vs edges, BA graphs", slope_est, threshold=1.0, better="lower"),
         Claim.compare(
             "env_scales_to_1000_agents",
-            f"The jitted JAX game runs {n_big} agents faster than a vectorised NumPy/SciPy-sparse implementation.",
+            f"The jitted JAX game runs {n_big} agents faster than the same game vectorised in NumPy/SciPy-sparse.",
             f"agent-steps per second, N={n_big}, {episodes} parallel episodes, device {cfg.get('device', 'cpu')}",
             rate, baseline="numpy/scipy.sparse", baselines={"numpy/scipy.sparse": float(np_big)}, better="higher"),
     ]

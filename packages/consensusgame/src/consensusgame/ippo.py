@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import asdict, dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 
 import flax.linen as nn
@@ -293,12 +293,17 @@ def symmetrized_probs(params, obs) -> jax.Array:
 
 def equivariance_error(params, obs, key, *, symmetrize: bool = False) -> float:
     """Mean total-variation distance between ``π(σ_i(·) | σ_i·o_i)`` and ``π(· | o_i)`` over random per-agent ``σ_i``."""
+    return float(_equivariance_error(params, obs, key, bool(symmetrize)))
+
+
+@partial(jax.jit, static_argnums=(3,))
+def _equivariance_error(params, obs, key, symmetrize):
     k = int(params["params"]["Dense_2"]["kernel"].shape[1])
     probs = symmetrized_probs if symmetrize else action_probs
     perm = random_permutations(key, obs.shape[0], k)
     p = probs(params, obs)
     q = jnp.take_along_axis(probs(params, permute_obs(obs, perm, k)), perm, 1)
-    return float(0.5 * jnp.mean(jnp.sum(jnp.abs(p - q), -1)))
+    return 0.5 * jnp.mean(jnp.sum(jnp.abs(p - q), -1))
 
 
 # checkpoints ------------------------------------------------------------------------------

@@ -33,14 +33,30 @@ def round_rewards(adj: sparse.csr_matrix, actions: np.ndarray, truth: int, confo
 
 def random_episodes(graph: Graph, *, episodes: int, n_options: int, rounds: int, conformity: float,
                     signal_accuracy: float, rng: np.random.Generator) -> float:
-    """Play ``episodes`` episodes of random declarations; returns the mean reward (keeps work honest)."""
+    """``episodes`` parallel episodes of random declarations, vectorised over episodes and agents
+    (one sparse product per round), building the same observations as the JAX game.
+
+    Returns the mean reward (so the work cannot be skipped).
+    """
     adj = adjacency(graph)
-    n, total = graph.n_nodes, 0.0
-    for _ in range(episodes):
-        truth = rng.integers(n_options)
-        right = rng.random(n) < signal_accuracy
-        _signals = np.where(right, truth, (truth + rng.integers(1, n_options, n)) % n_options)
-        for _ in range(rounds):
-            r, _ = round_rewards(adj, rng.integers(0, n_options, n), truth, conformity, n_options)
-            total += r.mean()
-    return total / (episodes * rounds)
+    n, k, b = graph.n_nodes, n_options, episodes
+    eye = np.eye(k, dtype=np.float32)
+    truth = rng.integers(k, size=b)
+    right = rng.random((b, n)) < signal_accuracy
+    signals = np.where(right, truth[:, None], (truth[:, None] + rng.integers(1, k, (b, n))) % k)
+    deg = np.asarray(adj.sum(1)).ravel()
+    logdeg = np.broadcast_to((np.log1p(deg) / np.log1p(n))[None, :, None], (b, n, 1))
+    own = eye[signals]
+    total = 0.0
+    for t in range(rounds):
+        actions = rng.integers(0, k, (b, n))
+        onehot = eye[actions]                                               # (B, N, K)
+        counts = (adj @ onehot.transpose(1, 0, 2).reshape(n, b * k)).reshape(n, b, k).transpose(1, 0, 2)
+        d = counts.sum(-1)
+        mine = np.take_along_axis(counts, actions[..., None], -1)[..., 0]
+        agree = np.where(d > 0, mine / np.maximum(d, 1), 0.0)
+        rew = (1 - conformity) * (actions == truth[:, None]) + conformity * agree
+        hist = counts / np.maximum(d, 1)[..., None]
+        obs = np.concatenate([own, onehot, hist, np.full((b, n, 1), (t + 1) / rounds), logdeg], axis=-1)
+        total += float(rew.mean()) + 0.0 * float(obs[0, 0, 0])
+    return total / rounds
