@@ -36,20 +36,39 @@ def _check(q, k, v, bias):
         raise ValueError(f"bias must have shape {tuple(k.shape[:2])}, got {tuple(bias.shape)}")
 
 
-def block_attention_ref(q, k, v, bias=None, scale: float = 1.0):
-    """Plain-torch reference. q (B, M, D), k (B, N, D), v (B, N, E), bias (B, N) or None.
-
-    Returns ``(o, ent)``: o (B, M, E) and the row entropies ent (B, M).
-    """
-    _check(q, k, v, bias)
-    s = scale * (q @ k.transpose(-1, -2))
-    if bias is not None:
-        s = s + bias[:, None, :]
+def _ref_chunk(q, k, v, bias, scale):
+    s = torch.baddbmm(bias[:, None, :].expand(-1, q.shape[1], -1), q, k.transpose(-1, -2), alpha=scale) \
+        if bias is not None else torch.bmm(q, k.transpose(-1, -2)).mul_(scale)
+    if not (torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v) + ((bias,) if bias is not None else ()))):
+        # inference: shift in place, one exp, normalise in place (H is shift-invariant: H = lse' - <p, s'>)
+        s.sub_(s.amax(-1, keepdim=True))
+        p = torch.exp(s)
+        z = p.sum(-1, keepdim=True)
+        p.div_(z)
+        if bias is not None:
+            s.nan_to_num_(neginf=0.0)
+        return p @ v, z.squeeze(-1).log_() - (p * s).sum(-1)
     lse = torch.logsumexp(s, dim=-1)
     p = torch.exp(s - lse[..., None])
-    finite_s = torch.where(torch.isfinite(s), s, torch.zeros((), dtype=s.dtype, device=s.device))
-    ent = lse - (p * finite_s).sum(-1)
+    if bias is not None:
+        s = torch.where(torch.isfinite(s), s, torch.zeros((), dtype=s.dtype, device=s.device))
+    ent = lse - (p * s).sum(-1)
     return p @ v, ent
+
+
+def block_attention_ref(q, k, v, bias=None, scale: float = 1.0, *, max_scores: int = 1 << 22):
+    """Plain-torch reference. q (B, M, D), k (B, N, D), v (B, N, E), bias (B, N) or None.
+
+    Returns ``(o, ent)``: o (B, M, E) and the row entropies ent (B, M). The batch is processed in
+    slices of at most ``max_scores`` logits so that large calls stay in reused memory.
+    """
+    _check(q, k, v, bias)
+    step = max(1, max_scores // max(1, q.shape[1] * k.shape[1]))
+    if step >= q.shape[0]:
+        return _ref_chunk(q, k, v, bias, scale)
+    outs = [_ref_chunk(q[i:i + step], k[i:i + step], v[i:i + step], None if bias is None else bias[i:i + step], scale)
+            for i in range(0, q.shape[0], step)]
+    return torch.cat([o for o, _ in outs]), torch.cat([e for _, e in outs])
 
 
 # ---------------------------------------------------------------- Triton
