@@ -104,6 +104,10 @@ class ModelAccess:
                 self.n_ctx = int(getattr(cfg, key))
                 break
 
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
     # names ------------------------------------------------------------------------------
     @property
     def modules(self) -> list[str]:
@@ -178,6 +182,7 @@ class ModelAccess:
             ``(logits, cache_dict)``.
         """
         self.check_input(input_ids)
+        input_ids = input_ids.to(self.device)
         replace, add, cache = dict(replace or {}), dict(add or {}), list(cache)
         for name in [*cache, *replace]:
             self.check_site(name)
@@ -194,7 +199,7 @@ class ModelAccess:
                 if name in replace:
                     rows, vals = replace[name]
                     v = v.clone()
-                    v[rows] = vals.to(v.dtype)
+                    v[rows] = vals.to(v.device, v.dtype)
                 if name in cache:
                     out[name] = v.detach().clone()
                 return v
@@ -225,7 +230,7 @@ class ModelAccess:
                 x = x.clone()
                 for rows, d in deltas:
                     d = d(out) if callable(d) else d  # a callable reads the values cached so far
-                    x[rows] = x[rows] + d.to(x.dtype)
+                    x[rows] = x[rows] + d.to(x.device, x.dtype)
                 if args:
                     return (x, *args[1:]), kwargs
                 return args, {**kwargs, "hidden_states": x}
@@ -254,7 +259,8 @@ class ModelAccess:
         finally:
             for h in handles:
                 h.remove()
-        return (logits[:, -1] if last_only else logits), out
+        # logits come back on the CPU (the answers live there); cached values stay on the model's device
+        return (logits[:, -1] if last_only else logits).float().cpu(), out
 
     def receiver_norm(self, name: str) -> nn.Module:
         """The norm module whose input is the residual stream a receiver reads."""

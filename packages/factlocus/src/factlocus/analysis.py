@@ -107,7 +107,7 @@ def probe_modules(model, data: PromptSet, *, modules: Sequence[str] | None = Non
         return float(clf.score(X[te], labels[te])), float(clf.score(X[tr], labels[tr]))
 
     for m in modules:
-        X = residual_after(cache, acc, m)[:, -1].float().numpy()
+        X = residual_after(cache, acc, m)[:, -1].float().cpu().numpy()
         out["accuracy"][m], out["train_accuracy"][m] = fit_score(X, y)
         if control:
             out["control"][m] = fit_score(X, y_ctrl)[0]

@@ -65,13 +65,16 @@ def recall_accuracy(model: nn.Module, data: PromptSet, batch: int = 4096) -> flo
 
 def train_recall_model(world: FactWorld, *, width: int = 64, layers: int = 2, heads: int = 4, arch: str = "gpt2",
                        kv_heads: int | None = None, steps: int = 2000, lr: float = 3e-3, batch: int = 1024,
-                       target: float = 0.999, check_every: int = 100, seed: int = 0):
+                       target: float = 0.999, check_every: int = 100, seed: int = 0, device: str = "cpu"):
     """Train a tiny causal LM to recall every fact of ``world``; returns ``(model, tokenizer, info)``.
 
     The loss is the cross-entropy of the answer token at the last prompt position; training stops once
     recall accuracy on all facts reaches ``target`` or after ``steps`` AdamW steps (cosine schedule).
-    ``info`` holds ``steps``, ``recall``, ``params`` and the capacity load ``lambda``.
+    ``info`` holds ``steps``, ``recall``, ``params`` and the capacity load ``lambda``. ``device``: where
+    to train (``"cpu"``, ``"cuda"``, ``"auto"``); the model is returned there.
     """
+    from paperworks import resolve_device
+
     if not isinstance(world, FactWorld):
         raise TypeError(f"world must be a FactWorld, got {type(world).__name__}")
     if steps < 1 or batch < 1:
@@ -79,7 +82,9 @@ def train_recall_model(world: FactWorld, *, width: int = 64, layers: int = 2, he
     tok = world.tokenizer()
     data = world.prompt_set(tok)
     model = build_model(len(tok), width=width, layers=layers, heads=heads, arch=arch, kv_heads=kv_heads, seed=seed)
-    model.train()
+    dev = torch.device(resolve_device(device))
+    model.to(dev).train()
+    ids_all, ans_all = data.input_ids.to(dev), data.answer_ids.to(dev)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0, betas=(0.9, 0.98))
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda t: min(1.0, (t + 1) / 50) * 0.5 * (1 + math.cos(math.pi * t / steps)))
     gen = torch.Generator().manual_seed(seed)
@@ -87,8 +92,9 @@ def train_recall_model(world: FactWorld, *, width: int = 64, layers: int = 2, he
     recall, done = 0.0, 0
     for step in range(steps):
         idx = torch.randint(0, n, (min(batch, n),), generator=gen)
-        logits = model(input_ids=data.input_ids[idx]).logits[:, -1]
-        loss = nn.functional.cross_entropy(logits, data.answer_ids[idx])
+        idx = idx.to(dev)
+        logits = model(input_ids=ids_all[idx]).logits[:, -1]
+        loss = nn.functional.cross_entropy(logits, ans_all[idx])
         if not torch.isfinite(loss):
             raise FloatingPointError(f"training diverged at step {step} (loss {loss.item()})")
         opt.zero_grad(set_to_none=True)

@@ -63,7 +63,8 @@ def analyse_cell(cfg, world: FactWorld, width: int, seed: int) -> tuple[dict, di
     model, tok, info = train_recall_model(world, width=width, layers=int(cfg.model.layers), heads=int(cfg.model.heads),
                                           steps=int(cfg.train.steps), lr=float(lr), batch=int(cfg.train.batch),
                                           target=float(cfg.train.get("target", 0.99)),
-                                          check_every=int(cfg.train.get("check_every", 100)), seed=seed)
+                                          check_every=int(cfg.train.get("check_every", 100)), seed=seed,
+                                          device=str(cfg.get("device", "cpu")))
     t_train = time.perf_counter() - t0
     data = world.prompt_set(tok)
     rng = np.random.default_rng(seed)
@@ -288,7 +289,7 @@ def run_bench(cfg, out_dir: Path | None) -> dict:
     tok = world.tokenizer()
     data = world.prompt_set(tok)
     model = build_model(len(tok), width=int(b.width), layers=int(cfg.model.layers), heads=int(cfg.model.heads),
-                        seed=seeds[0])
+                        seed=seeds[0]).to(str(cfg.get("device", "cpu")))
     acc = ModelAccess(model)
     rng = np.random.default_rng(seeds[0])
     sub = data.subset(np.sort(rng.choice(len(data), size=min(len(data), int(b.n_prompts)), replace=False)))
