@@ -1,0 +1,136 @@
+"""Data: the MOSES CSVs inside the ``molsets`` wheel, users' SMILES files, and graph tensors.
+
+``molsets`` is installed with ``pip install --no-deps molsets`` (its pinned ``pomegranate``
+does not build on Python 3.11) and ``import moses`` fails on current RDKit, so the CSVs are
+found by path through ``importlib.util.find_spec`` without importing the package.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import importlib.util
+import logging
+from pathlib import Path
+
+import numpy as np
+import torch
+from rdkit import Chem
+
+from paperworks import atomic_write_text, cache_dir
+
+log = logging.getLogger(__name__)
+SPLITS = {"train": "train.csv.gz", "test": "test.csv.gz", "test_scaffolds": "test_scaffolds.csv.gz"}
+INSTALL = "pip install --no-deps molsets==0.3.1"
+
+
+def moses_path(split: str = "train") -> Path:
+    """Path of a MOSES split shipped in the ``molsets`` wheel."""
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {sorted(SPLITS)}, got {split!r}")
+    spec = importlib.util.find_spec("moses")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(f"the MOSES data set is not installed: run `{INSTALL}`")
+    path = Path(list(spec.submodule_search_locations)[0]) / "dataset" / "data" / SPLITS[split]
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing: reinstall the MOSES data with `{INSTALL}`")
+    return path
+
+
+def load_moses(split: str = "train", n: int | None = None, seed: int = 0) -> list[str]:
+    """SMILES of a MOSES split; ``n`` draws a random subset (without replacement) with ``seed``.
+
+    Subsets are cached under ``~/.cache/paperworks/molhit`` (``PAPERWORKS_CACHE`` overrides).
+    """
+    path = moses_path(split)
+    cache = None
+    if n is not None:
+        if n < 1:
+            raise ValueError(f"n must be >= 1, got {n}")
+        cache = cache_dir("molhit") / f"moses_{split}_{n}_{seed}.smi"
+        if cache.exists():
+            return cache.read_text().split()
+    with gzip.open(path, "rt", newline="") as fh:
+        rows = csv.reader(fh)
+        header = next(rows)
+        col = header.index("SMILES")
+        smiles = [r[col] for r in rows]
+    if n is not None:
+        idx = np.random.default_rng(seed).choice(len(smiles), size=min(n, len(smiles)), replace=False)
+        smiles = [smiles[i] for i in idx]
+        atomic_write_text(cache, "\n".join(smiles) + "\n")
+    return smiles
+
+
+def read_smiles_file(path) -> tuple[list[str], int]:
+    """Read a SMILES file (``.csv`` with a ``SMILES``/``smiles`` column, or one SMILES per line).
+
+    Returns:
+        ``(smiles, n_invalid)``: the parsable SMILES and how many rows were skipped.
+
+    Raises:
+        FileNotFoundError: no such file. ValueError: the file holds no SMILES at all.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"path: no such file {path}")
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", newline="") as fh:
+        lines = [ln.strip() for ln in fh if ln.strip()]
+    if lines and ("," in lines[0] or lines[0].lower() in ("smiles",)):
+        header = [h.strip() for h in lines[0].split(",")]
+        low = [h.lower() for h in header]
+        col = low.index("smiles") if "smiles" in low else 0
+        lines = [ln.split(",")[col].strip() for ln in lines[1:]]
+    else:
+        lines = [ln.split()[0] for ln in lines]
+    if not lines:
+        raise ValueError(f"path: {path} holds no SMILES")
+    good = [s for s in lines if Chem.MolFromSmiles(s) is not None]
+    bad = len(lines) - len(good)
+    if bad:
+        log.warning("%s: skipped %d invalid SMILES of %d", path, bad, len(lines))
+    if not good:
+        raise ValueError(f"path: {path} holds no valid SMILES ({bad} invalid rows)")
+    return good, bad
+
+
+def graphs_from_smiles(smiles, encoding, *, max_atoms: int | None = None) -> dict:
+    """Encode SMILES into padded tensors.
+
+    Returns a dict with ``X`` (N, n) atom classes, ``E`` (N, n, n) bond classes, ``n_atoms`` (N,),
+    ``smiles`` (the kept SMILES) and ``skipped`` (counts of ``invalid``, ``vocabulary``, ``too_large``).
+
+    Raises:
+        ValueError: ``smiles`` is empty, or nothing could be encoded.
+    """
+    smiles = list(smiles)
+    if not smiles:
+        raise ValueError("smiles must hold at least one SMILES")
+    atoms, bonds, kept = [], [], []
+    skipped = {"invalid": 0, "vocabulary": 0, "too_large": 0}
+    for s in smiles:
+        mol = Chem.MolFromSmiles(s) if isinstance(s, str) else None
+        if mol is None:
+            skipped["invalid"] += 1
+            continue
+        if max_atoms is not None and mol.GetNumAtoms() > max_atoms:
+            skipped["too_large"] += 1
+            continue
+        try:
+            a, b = encoding.encode(mol)
+        except ValueError:
+            skipped["vocabulary"] += 1
+            continue
+        atoms.append(a)
+        bonds.append(b)
+        kept.append(s)
+    if not kept:
+        raise ValueError(f"smiles: none of {len(smiles)} SMILES could be encoded ({skipped})")
+    n = max(len(a) for a in atoms) if max_atoms is None else max_atoms
+    X = torch.zeros(len(kept), n, dtype=torch.long)
+    E = torch.zeros(len(kept), n, n, dtype=torch.long)
+    for i, (a, b) in enumerate(zip(atoms, bonds)):
+        X[i, : len(a)] = torch.from_numpy(a)
+        E[i, : len(a), : len(a)] = torch.from_numpy(b)
+    return {"X": X, "E": E, "n_atoms": torch.tensor([len(a) for a in atoms]), "smiles": kept, "skipped": skipped}

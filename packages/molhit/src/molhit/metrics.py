@@ -1,0 +1,173 @@
+"""The MOSES metric suite, written with RDKit (``import moses`` fails on current RDKit).
+
+Definitions follow MOSES (Polykovskiy et al., 2020, "Molecular Sets (MOSES)"):
+
+- validity: fraction of the samples that are valid. *Strict*: the SMILES parses, sanitises
+  with no fixing and is one connected molecule (no '.'); *lenient*: the largest fragment of a
+  parsable SMILES is kept (reported beside strict, never instead of it).
+- uniqueness: unique canonical SMILES / valid (MOSES reports unique@k; we use all valid).
+- novelty: fraction of the unique valid molecules not in the training set.
+- SNN: mean over generated molecules of the max Tanimoto similarity (Morgan r=2, 1024 bits)
+  to the reference (test) set.
+- Frag / Scaf: cosine similarity of BRICS-fragment / Bemis–Murcko-scaffold count vectors.
+- IntDiv1: 1 − mean Tanimoto over all ordered pairs of the generated set (self pairs included, as in MOSES).
+- FCD: Fréchet ChemNet distance to the test set via ``fcd_torch`` (its wheel ships the weights).
+- quality: fraction of *all* samples that are valid, unique, QED ≥ 0.6 and SA ≤ 4 (the GenMol
+  definition, Lee et al. 2025); SA from RDKit's Contrib ``sascorer``.
+
+SNN, Frag, Scaf, IntDiv and FCD are computed on the valid samples.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from collections import Counter
+
+import numpy as np
+from rdkit import Chem, DataStructs
+from rdkit.Chem import BRICS, QED, RDConfig, rdFingerprintGenerator
+from rdkit.Chem.Scaffolds import MurckoScaffold
+
+_MORGAN = rdFingerprintGenerator.GetMorganGenerator(radius=2, fpSize=1024)
+_sascorer = None
+
+
+def _sa():
+    global _sascorer
+    if _sascorer is None:
+        path = os.path.join(RDConfig.RDContribDir, "SA_Score")
+        if not os.path.isfile(os.path.join(path, "sascorer.py")):
+            raise ImportError(f"RDKit's SA_Score contrib is missing (looked in {path})")
+        if path not in sys.path:
+            sys.path.append(path)
+        import sascorer  # RDKit Contrib module, found by path
+
+        _sascorer = sascorer
+    return _sascorer
+
+
+def sa_score(mol) -> float:
+    """Synthetic accessibility (Ertl & Schuffenhauer 2009), 1 (easy) .. 10 (hard)."""
+    return float(_sa().calculateScore(mol))
+
+
+def canonical(smiles, *, lenient: bool = False) -> str | None:
+    """Canonical SMILES, or ``None`` if invalid (strict: one component; lenient: largest fragment)."""
+    if not isinstance(smiles, str) or not smiles:
+        return None
+    mol = Chem.MolFromSmiles(smiles)
+    if mol is None:
+        return None
+    frags = Chem.GetMolFrags(mol, asMols=True)
+    if len(frags) > 1:
+        if not lenient:
+            return None
+        mol = max(frags, key=lambda m: m.GetNumAtoms())
+    return Chem.MolToSmiles(mol)
+
+
+def _fps(smiles):
+    return [_MORGAN.GetFingerprint(Chem.MolFromSmiles(s)) for s in smiles]
+
+
+def snn(gen, ref) -> float:
+    """Mean nearest-neighbour Tanimoto similarity of ``gen`` to ``ref`` (Morgan r=2, 1024 bits)."""
+    fr = _fps(ref)
+    return float(np.mean([max(DataStructs.BulkTanimotoSimilarity(f, fr)) for f in _fps(gen)]))
+
+
+def internal_diversity(gen) -> float:
+    """IntDiv1 = 1 − mean pairwise Tanimoto over all ordered pairs (self pairs included)."""
+    fg = _fps(gen)
+    return float(1.0 - np.mean([np.mean(DataStructs.BulkTanimotoSimilarity(f, fg)) for f in fg]))
+
+
+def _cos(a: Counter, b: Counter) -> float:
+    keys = sorted(set(a) | set(b))
+    va, vb = np.array([a.get(k, 0) for k in keys], float), np.array([b.get(k, 0) for k in keys], float)
+    den = np.linalg.norm(va) * np.linalg.norm(vb)
+    return float(va @ vb / den) if den > 0 else float("nan")
+
+
+def fragments(smiles) -> Counter:
+    """BRICS fragment counts."""
+    c = Counter()
+    for s in smiles:
+        c.update(BRICS.BRICSDecompose(Chem.MolFromSmiles(s)))
+    return c
+
+
+def scaffolds(smiles) -> Counter:
+    """Bemis–Murcko scaffold counts (acyclic molecules give the empty scaffold, dropped as in MOSES)."""
+    c = Counter(MurckoScaffold.MurckoScaffoldSmiles(mol=Chem.MolFromSmiles(s)) for s in smiles)
+    c.pop("", None)
+    return c
+
+
+def frag_similarity(gen, ref) -> float:
+    return _cos(fragments(gen), fragments(ref))
+
+
+def scaf_similarity(gen, ref) -> float:
+    return _cos(scaffolds(gen), scaffolds(ref))
+
+
+def fcd(gen, ref) -> float:
+    """Fréchet ChemNet distance with ``fcd_torch`` (CPU, offline weights)."""
+    from fcd_torch import FCD
+
+    return float(FCD(device="cpu", n_jobs=1)(list(gen), list(ref)))
+
+
+def moses_metrics(smiles, reference=None, *, train=None, lenient_smiles=None, compute_fcd: bool = True,
+                  qed_min: float = 0.6, sa_max: float = 4.0) -> dict:
+    """The MOSES suite on generated ``smiles``.
+
+    Args:
+        smiles: generated SMILES, one per sample; ``None``/unparsable entries count as invalid.
+        reference: the test-set SMILES for SNN/Frag/Scaf/FCD (skipped if ``None``).
+        train: training SMILES for novelty (skipped if ``None``).
+        lenient_smiles: optional per-sample SMILES from lenient decoding (largest fragment);
+            if ``None``, lenient validity takes the largest fragment of ``smiles``.
+        compute_fcd: FCD needs a few hundred samples to mean anything; off for tiny runs.
+
+    Returns:
+        A dict of floats (``nan`` where undefined) plus ``n``, ``n_valid``, ``n_invalid``.
+
+    Example:
+        >>> moses_metrics(["CCO", "CCO", "C1CC", None])["validity"]
+        0.5
+    """
+    if isinstance(smiles, str) or not hasattr(smiles, "__len__"):
+        raise TypeError(f"smiles must be a list of SMILES strings, got {type(smiles).__name__}")
+    n = len(smiles)
+    if n == 0:
+        raise ValueError("smiles must hold at least one sample")
+    valid = [c for c in (canonical(s) for s in smiles) if c is not None]
+    lsrc = smiles if lenient_smiles is None else lenient_smiles
+    if len(lsrc) != n:
+        raise ValueError(f"lenient_smiles must have one entry per sample ({n}), got {len(lsrc)}")
+    n_lenient = sum(canonical(s, lenient=True) is not None for s in lsrc)
+    uniq = sorted(set(valid))
+    out = {"n": n, "n_valid": len(valid), "n_invalid": n - len(valid), "validity": len(valid) / n,
+           "validity_lenient": n_lenient / n, "uniqueness": len(uniq) / len(valid) if valid else float("nan")}
+    nan = float("nan")
+    if train is not None:
+        tr = {canonical(s) for s in train}
+        out["novelty"] = float(np.mean([s not in tr for s in uniq])) if uniq else nan
+    good = 0
+    for s in uniq:
+        m = Chem.MolFromSmiles(s)
+        good += QED.qed(m) >= qed_min and sa_score(m) <= sa_max
+    out["quality"] = good / n
+    out["intdiv"] = internal_diversity(valid) if valid else nan
+    if reference is not None:
+        ref = [c for c in (canonical(s) for s in reference) if c is not None]
+        out["snn"] = snn(valid, ref) if valid else nan
+        out["frag"] = frag_similarity(valid, ref) if valid else nan
+        out["scaf"] = scaf_similarity(valid, ref) if valid else nan
+        if compute_fcd and importlib.util.find_spec("fcd_torch") is not None:
+            out["fcd"] = fcd(valid, ref) if len(valid) >= 2 else nan
+    return out

@@ -1,0 +1,47 @@
+import math
+
+import pytest
+from molhit import moses_metrics
+from molhit.metrics import internal_diversity, sa_score, scaf_similarity, snn
+from rdkit import Chem
+from rdkit.Chem import QED
+
+
+def test_validity_uniqueness_novelty_by_hand():
+    gen = ["CCO", "OCC", "c1ccccc1", "C1CC", None, "CC.O"]
+    m = moses_metrics(gen, train=["CCO"])
+    assert m["n_valid"] == 3 and m["n_invalid"] == 3
+    assert m["validity"] == pytest.approx(3 / 6)
+    assert m["validity_lenient"] == pytest.approx(4 / 6)  # CC.O -> largest fragment
+    assert m["uniqueness"] == pytest.approx(2 / 3)  # CCO == OCC
+    assert m["novelty"] == pytest.approx(1 / 2)  # benzene is new, ethanol is not
+
+
+def test_quality_by_hand():
+    gen = ["CC(=O)Nc1ccc(O)cc1", "CC(=O)Nc1ccc(O)cc1", "CCO"]
+    mol = Chem.MolFromSmiles(gen[0])
+    good = QED.qed(mol) >= 0.6 and sa_score(mol) <= 4
+    assert moses_metrics(gen)["quality"] == pytest.approx((1 if good else 0) / 3)
+    assert QED.qed(Chem.MolFromSmiles("CCO")) < 0.6
+
+
+def test_similarity_metrics_identities():
+    s = ["CCO", "c1ccccc1O", "CC(=O)Nc1ccc(O)cc1"]
+    assert snn(s, s) == pytest.approx(1.0)
+    assert internal_diversity(["CCO", "CCO"]) == pytest.approx(0.0)
+    assert scaf_similarity(["c1ccccc1O"], ["c1ccccc1N"]) == pytest.approx(1.0)  # same scaffold benzene
+    assert scaf_similarity(["c1ccccc1O"], ["C1CCCCC1O"]) == pytest.approx(0.0)
+    m = moses_metrics(s, reference=s, compute_fcd=False)
+    assert m["frag"] == pytest.approx(1.0) and m["snn"] == pytest.approx(1.0)
+
+
+def test_all_invalid_gives_nan_not_crash():
+    m = moses_metrics([None, "xx"])
+    assert m["validity"] == 0 and math.isnan(m["uniqueness"])
+
+
+def test_bad_input():
+    with pytest.raises(TypeError, match="smiles must"):
+        moses_metrics("CCO")
+    with pytest.raises(ValueError, match="smiles must"):
+        moses_metrics([])
