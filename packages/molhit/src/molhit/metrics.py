@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import sys
 from collections import Counter
 
 import numpy as np
@@ -37,14 +36,14 @@ _sascorer = None
 def _sa():
     global _sascorer
     if _sascorer is None:
-        path = os.path.join(RDConfig.RDContribDir, "SA_Score")
-        if not os.path.isfile(os.path.join(path, "sascorer.py")):
-            raise ImportError(f"RDKit's SA_Score contrib is missing (looked in {path})")
-        if path not in sys.path:
-            sys.path.append(path)
-        import sascorer  # RDKit Contrib module, found by path
-
-        _sascorer = sascorer
+        path = os.path.join(RDConfig.RDContribDir, "SA_Score", "sascorer.py")
+        if not os.path.isfile(path):
+            raise ImportError(f"RDKit's SA_Score contrib is missing (looked for {path})")
+        # an RDKit Contrib file, not a distribution: load it by path
+        spec = importlib.util.spec_from_file_location("molhit._sascorer", path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        _sascorer = mod
     return _sascorer
 
 
