@@ -113,11 +113,22 @@ def scaf_similarity(gen, ref) -> float:
     return _cos(scaffolds(gen), scaffolds(ref))
 
 
+_FCD = {}
+
+
 def fcd(gen, ref) -> float:
-    """Fréchet ChemNet distance with ``fcd_torch`` (CPU, offline weights)."""
+    """Fréchet ChemNet distance with ``fcd_torch`` (CPU, offline weights).
+
+    The ChemNet model and the reference statistics are kept between calls (same ``ref``).
+    """
     from fcd_torch import FCD
 
-    return float(FCD(device="cpu", n_jobs=1)(list(gen), list(ref)))
+    if "model" not in _FCD:
+        _FCD["model"] = FCD(device="cpu", n_jobs=1)
+    model, key = _FCD["model"], hash(tuple(ref))
+    if _FCD.get("key") != key:
+        _FCD["ref"], _FCD["key"] = model.precalc(list(ref)), key
+    return float(model.metric(_FCD["ref"], model.precalc(list(gen))))
 
 
 def moses_metrics(smiles, reference=None, *, train=None, lenient_smiles=None, compute_fcd: bool = True,

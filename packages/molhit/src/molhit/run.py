@@ -85,7 +85,8 @@ def run(cfg, out_dir: Path | None = None) -> dict:
         model = _model(cfg, proc, device)
         t0 = time.perf_counter()
         losses = model.fit(data, steps=int(cfg.train.steps), batch_size=int(cfg.train.batch_size),
-                           lr=float(cfg.train.lr), seed=seed, cond=cond, log_every=int(cfg.train.log_every))
+                           lr=float(cfg.train.lr), seed=seed, cond=cond, log_every=int(cfg.train.log_every),
+                           time_limit=cfg.train.get("time_limit"))
         timings[f"train_{proc}_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         graphs = model.generate(int(cfg.sample.n), temperature=float(cfg.sample.temperature),
@@ -96,7 +97,7 @@ def run(cfg, out_dir: Path | None = None) -> dict:
                             compute_fcd=bool(cfg.metrics.fcd))
         results[proc], models[proc], samples[proc] = met, model, strict
         rows.append({"table": "generation", "process": proc, "temperature": float(cfg.sample.temperature),
-                     "final_loss": float(np.mean(losses[-20:])), "params": model.num_parameters, **met})
+                     "final_loss": float(np.mean(losses[-20:])), "steps_done": len(losses), "params": model.num_parameters, **met})
         log.info("%s: %s", proc, {k: round(v, 3) for k, v in met.items() if isinstance(v, float)})
 
     # temperature sweep: the quality–novelty curve --------------------------------------------
