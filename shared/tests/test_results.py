@@ -73,6 +73,15 @@ def test_nan_is_stored_as_null_and_is_inconclusive(tmp_path):
     json.loads((tmp_path / "results.json").read_text())  # standard JSON, no NaN literal
 
 
+def test_nan_baseline_round_trips_as_inconclusive(tmp_path):
+    c = Claim.compare("x", "s", "m", Estimate(1.0, 0.9, 1.1, 3), baseline="b",
+                      baselines={"b": float("nan")}, better="higher")
+    doc = _doc(tmp_path, [c])
+    assert doc["claims"][0]["baselines"]["b"]["value"] is None
+    assert doc["claims"][0]["verdict"] == "inconclusive"
+    assert load_results(tmp_path)["claims"][0]["verdict"] == "inconclusive"
+
+
 def test_results_need_claims(tmp_path):
     with pytest.raises(ValueError, match="at least one claim"):
         _doc(tmp_path, [])

@@ -29,6 +29,10 @@ class Estimate:
 
     @classmethod
     def from_dict(cls, d: dict) -> Estimate:
+        """Inverse of :meth:`to_dict`; a ``null`` value (NaN written as JSON) reads back as NaN."""
+        d = dict(d)
+        if d.get("value") is None:
+            d["value"] = float("nan")
         return cls(**d)
 
 
