@@ -16,7 +16,6 @@ from pathlib import Path
 import numpy as np
 
 from paperworks import Claim, estimate, seeds_of
-from paperworks.metrics import spearman
 
 log = logging.getLogger(__name__)
 
@@ -237,6 +236,7 @@ def _attention(cfg, seeds, rows):
 
     from consensusgame.attention import attention_received, fit_importance, planted_accuracy
     from consensusgame.graphs import make_graph
+    from paperworks.metrics import spearman
 
     at = cfg.attention
     out = {}
