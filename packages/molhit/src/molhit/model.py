@@ -79,6 +79,7 @@ class GraphTransformer(nn.Module):
         self.time = nn.Sequential(nn.Linear(1, d_model), nn.GELU(), nn.Linear(d_model, d_model))
         self.cond = nn.Embedding(cond_bins + 1, d_model) if cond_bins else None
         self.layers = nn.ModuleList(GraphTransformerLayer(d_model, d_edge, n_heads) for _ in range(n_layers))
+        self.edge_sum = nn.Linear(d_edge, d_model)
         self.node_out = nn.Linear(d_model, node_classes)
         self.edge_out = nn.Linear(d_edge, edge_classes)
 
@@ -89,6 +90,8 @@ class GraphTransformer(nn.Module):
                 cond = torch.full((h.shape[0],), self.cond.num_embeddings - 1, dtype=torch.long, device=h.device)
             h = h + self.cond(cond)[:, None, :]
         e = self.edge_in(et)
+        # sum (not softmax) over incident edges: the node sees its noisy bond counts (valence)
+        h = h + self.edge_sum((e * node_mask[:, None, :, None]).sum(2))
         for layer in self.layers:
             h, e = layer(h, e, node_mask)
         el = self.edge_out(e)
