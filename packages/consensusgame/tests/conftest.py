@@ -7,6 +7,9 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from consensusgame import ConsensusGame, graphs, train_ippo  # noqa: E402
+from consensusgame.run import compile_cache  # noqa: E402
+
+compile_cache(True)  # repeated runs of the suite reuse compiled executables
 
 
 @pytest.fixture

@@ -34,8 +34,23 @@ def _fast_compile(cfg) -> None:
         os.environ["XLA_FLAGS"] = f"{flags} {FAST_COMPILE_FLAGS.format(level=int(level))}".strip()
 
 
+def compile_cache(enable: bool = True) -> None:
+    """Keep compiled XLA executables in ``~/.cache/paperworks/consensusgame/xla`` (``PAPERWORKS_CACHE``
+    moves it), so a second run with the same shapes skips compiling; off for ``bench``, which times compiles."""
+    if not enable:
+        return
+    import jax
+
+    from paperworks import cache_dir
+
+    jax.config.update("jax_compilation_cache_dir", str(cache_dir("consensusgame") / "xla"))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+
+
 def run(cfg, out_dir: Path | None = None) -> dict:
     _fast_compile(cfg)
+    compile_cache(bool(cfg.get("compile_cache", True)))
     if str(cfg.get("mode", "game")) == "bench":
         from consensusgame.bench import run_bench
 
