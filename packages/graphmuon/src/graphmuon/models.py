@@ -12,7 +12,19 @@ def adjacency(data):
     return data.adj_t if "adj_t" in data else data.edge_index
 
 
-class GCN(nn.Module):
+class _ConvStack(nn.Module):
+    """``self.convs`` applied in turn on the graph's adjacency, ReLU between them."""
+
+    def forward(self, data) -> torch.Tensor:
+        x = data.x
+        for i, conv in enumerate(self.convs):
+            x = conv(x, adjacency(data))
+            if i < len(self.convs) - 1:
+                x = x.relu()
+        return x
+
+
+class GCN(_ConvStack):
     """``layers`` GCNConv layers with ReLU between them (Kipf & Welling)."""
 
     def __init__(self, in_channels: int, hidden: int, out_channels: int, layers: int = 2):
@@ -22,16 +34,8 @@ class GCN(nn.Module):
         dims = [in_channels] + [hidden] * (layers - 1) + [out_channels]
         self.convs = nn.ModuleList(GCNConv(a, b, cached=True) for a, b in zip(dims[:-1], dims[1:]))
 
-    def forward(self, data) -> torch.Tensor:
-        x = data.x
-        for i, conv in enumerate(self.convs):
-            x = conv(x, adjacency(data))
-            if i < len(self.convs) - 1:
-                x = x.relu()
-        return x
 
-
-class DeepSGC(nn.Module):
+class DeepSGC(_ConvStack):
     """SGC/APPNP-style deep propagation: ``layers`` SGConv layers of ``K`` hops each (linear after Â^K)."""
 
     def __init__(self, in_channels: int, hidden: int, out_channels: int, K: int, layers: int = 2):
@@ -40,14 +44,6 @@ class DeepSGC(nn.Module):
             raise ValueError(f"layers and K must be >= 1, got layers={layers}, K={K}")
         dims = [in_channels] + [hidden] * (layers - 1) + [out_channels]
         self.convs = nn.ModuleList(SGConv(a, b, K=K, cached=(i == 0)) for i, (a, b) in enumerate(zip(dims[:-1], dims[1:])))
-
-    def forward(self, data) -> torch.Tensor:
-        x = data.x
-        for i, conv in enumerate(self.convs):
-            x = conv(x, adjacency(data))
-            if i < len(self.convs) - 1:
-                x = x.relu()
-        return x
 
 
 class GIN(nn.Module):
