@@ -1,9 +1,9 @@
 import pytest
 import torch
 from monarchrt.data import bouncing_squares
-from monarchrt.dit import AttentionOp, TinyVideoDiT, centroids, chunk_mask, rollout
-from monarchrt.experiment_dit import train
+from monarchrt.dit import AttentionOp, KVCache, TinyVideoDiT, centroids, chunk_mask, rollout
 from monarchrt.fidelity import monarch_for_budget
+from monarchrt.train import train
 
 
 def small_model():
@@ -53,3 +53,40 @@ def test_rollout_keeps_the_context_and_centroids_find_the_square():
 def test_attention_op_rejects_unknown_kind():
     with pytest.raises(ValueError, match="kind"):
         AttentionOp("flash", (4, 4, 4), 2)
+
+
+def noisy_model(frames=6):
+    torch.manual_seed(0)
+    model = TinyVideoDiT(frames=frames, size=8, patch=2, dim=16, depth=2, heads=2)
+    for p in model.parameters():
+        p.data.add_(0.1 * torch.randn(p.shape))
+    return model
+
+
+def op_of(kind, layout):
+    knobs, _ = monarch_for_budget(layout, 8, 0.5, causal_frames=True, chunk_frames=2)
+    return AttentionOp(kind, layout, 2, monarch_knobs=dict(knobs, num_iters=2), topk=8, window=(3, 3, 3),
+                       tile=(1, 2, 2))
+
+
+@pytest.mark.parametrize("kind", ["dense", "monarch", "topk", "sliding_tile"])
+def test_kv_cached_sampler_equals_full_recomputation(kind):
+    model = noisy_model()
+    op = op_of(kind, model.layout)
+    ctx = torch.randn(2, 2, 8, 8, generator=torch.Generator().manual_seed(3))
+    cached = rollout(model, ctx, op, 2, steps=3, generator=torch.Generator().manual_seed(1), kv_cache=True)
+    full = rollout(model, ctx, op, 2, steps=3, generator=torch.Generator().manual_seed(1), kv_cache=False)
+    torch.testing.assert_close(cached, full, atol=1e-5, rtol=1e-5)
+    assert cached[:, 2:].abs().mean() > 0.1  # frames were generated, not left empty
+    moved = rollout(model, ctx + 1, op, 2, steps=3, generator=torch.Generator().manual_seed(1), kv_cache=True)
+    assert not torch.allclose(moved[:, 2:], cached[:, 2:])  # ...and they depend on the cached context
+
+
+def test_chunk_forward_with_cache_equals_the_full_forward():
+    model = noisy_model()
+    op = op_of("monarch", model.layout)
+    x, t = torch.randn(2, 6, 8, 8), torch.rand(2, 6)
+    cache = KVCache(len(model.blocks))
+    parts = [model(x[:, i:i + 2], t[:, i:i + 2], op, cache=cache, commit=True) for i in (0, 2, 4)]
+    assert cache.frames == 6 and cache.k[0].shape == (2, 2, 96, 8)
+    torch.testing.assert_close(torch.cat(parts, 1), model(x, t, op), atol=1e-5, rtol=1e-5)

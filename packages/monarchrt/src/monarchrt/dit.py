@@ -3,7 +3,10 @@
 Tokens are 2×2 patches of every frame in (frames, rows, cols) order. Each frame carries its own
 noise level (diffusion-forcing style), attention is block-causal over chunks of ``chunk_frames``
 frames, and generation runs chunk by chunk with a few Euler steps per chunk, clean past chunks as
-context — the few-step autoregressive regime of the paper, in miniature.
+context — the few-step autoregressive regime of the paper, in miniature. With a :class:`KVCache`
+the sampler runs only the current chunk's tokens and reuses the keys/values of past frames (each
+finished chunk is run once more at noise level 0 to fill the cache, as in Self-Forcing); since
+attention is block-causal this equals recomputing the whole prefix at every step.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from einops import rearrange
 from torch import nn
 
 from monarchrt import baselines as B
-from monarchrt.monarch import monarch_attention
+from monarchrt.monarch import monarch_attention, monarch_chunk_attention
 
 
 def chunk_mask(layout, chunk_frames: int, device=None) -> torch.Tensor:
@@ -47,13 +50,44 @@ class AttentionOp:
             return B.topk_attention(q, k, v, self.topk, causal_mask=self.mask.to(q.device))
         return F.scaled_dot_product_attention(q, k, v, attn_mask=self.mask.to(q.device))
 
+    def chunk(self, q, k, v, start_frame: int):
+        """The rows of one chunk (starting at ``start_frame``) from its queries and keys of frames 0..end."""
+        hw = self.layout[1] * self.layout[2]
+        if self.kind == "monarch":
+            return monarch_chunk_attention(q, k, v, self.layout[1:], chunk_frames=self.chunk_frames,
+                                           backend="torch", **self.monarch_knobs)
+        rows = slice(start_frame * hw, start_frame * hw + q.shape[-2])
+        mask = self.mask[rows, : k.shape[-2]].to(q.device)
+        if self.kind == "topk":
+            return B.topk_attention(q, k, v, self.topk, causal_mask=mask)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+class KVCache:
+    """Per-layer keys/values of the frames generated so far (``frames`` of them)."""
+
+    def __init__(self, depth: int):
+        self.k, self.v, self.frames = [None] * depth, [None] * depth, 0
+
+    def attention(self, attn: AttentionOp, layer: int, commit: bool):
+        """The attention callable of ``layer`` for the chunk that starts at frame ``self.frames``."""
+        def attend(q, k, v):
+            ks = k if self.k[layer] is None else torch.cat([self.k[layer], k], -2)
+            vs = v if self.v[layer] is None else torch.cat([self.v[layer], v], -2)
+            if commit:
+                self.k[layer], self.v[layer] = ks, vs
+            return attn.chunk(q, ks, vs, self.frames)
+        return attend
+
 
 class Block(nn.Module):
     def __init__(self, dim: int, heads: int):
         super().__init__()
         self.heads = heads
         self.n1, self.n2 = nn.LayerNorm(dim, elementwise_affine=False), nn.LayerNorm(dim, elementwise_affine=False)
-        self.qkv, self.proj = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
+        # no qkv bias: a key bias is invisible to softmax (zero gradient, which Adam turns into noise
+        # steps), and the adaLN shift below already gives q and v a learnable offset
+        self.qkv, self.proj = nn.Linear(dim, 3 * dim, bias=False), nn.Linear(dim, dim)
         self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
         self.mod = nn.Linear(dim, 4 * dim)  # adaLN: shift/scale for both sublayers, from the noise level
         nn.init.zeros_(self.mod.weight)
@@ -87,44 +121,73 @@ class TinyVideoDiT(nn.Module):
     def _tokens(self, x):
         return rearrange(x, "b f (h p) (w q) -> b (f h w) (p q)", p=self.patch, q=self.patch)
 
-    def forward(self, x, t, attn):
+    def forward(self, x, t, attn, *, cache: KVCache | None = None, commit: bool = False):
+        """x (B, F', S, S), t (B, F'). Without ``cache`` F' = ``frames``; with it, x is the chunk that
+        starts at frame ``cache.frames``, and ``commit`` appends its keys/values to the cache."""
         hw = (self.size // self.patch) ** 2
+        f0, nf = (0 if cache is None else cache.frames), x.shape[1]
         freqs = torch.exp(torch.linspace(0, math.log(100.0), 8, device=x.device))
-        te = torch.cat([torch.sin(t[..., None] * freqs), torch.cos(t[..., None] * freqs)], -1)  # (B,F,16)
-        temb = self.temb(te).repeat_interleave(hw, dim=1)  # (B, N, dim)
-        h = self.embed(self._tokens(x)) + (self.pos_f + self.pos_s).reshape(1, -1, self.pos_s.shape[-1])
-        for blk in self.blocks:
-            h = blk(h, temb, attn)
+        te = torch.cat([torch.sin(t[..., None] * freqs), torch.cos(t[..., None] * freqs)], -1)  # (B,F',16)
+        temb = self.temb(te).repeat_interleave(hw, dim=1)  # (B, N', dim)
+        pos = (self.pos_f[f0:f0 + nf] + self.pos_s).reshape(1, -1, self.pos_s.shape[-1])
+        h = self.embed(self._tokens(x)) + pos
+        for i, blk in enumerate(self.blocks):
+            h = blk(h, temb, attn if cache is None else cache.attention(attn, i, commit))
+        if cache is not None and commit:
+            cache.frames += nf
         g = self.size // self.patch
-        return rearrange(self.out(h), "b (f h w) (p q) -> b f (h p) (w q)", f=self.frames, h=g, w=g, p=self.patch)
+        return rearrange(self.out(h), "b (f h w) (p q) -> b f (h p) (w q)", f=nf, h=g, w=g, p=self.patch)
+
+
+def flow_matching_terms(model, x0, t, eps, attn):
+    """Per-video rectified-flow loss at x_t = (1−t)x0 + tε (one t per frame), target ε − x0."""
+    xt = (1 - t[..., None, None]) * x0 + t[..., None, None] * eps
+    return (model(xt, t, attn) - (eps - x0)).square().mean((-1, -2, -3))
 
 
 def flow_matching_loss(model, x0, attn, generator=None, reduce: bool = True):
-    """Rectified-flow loss with one noise level per frame: x_t = (1−t)x0 + tε, target ε − x0."""
+    """:func:`flow_matching_terms` with t ~ U(0, 1) per frame and ε ~ N(0, I) drawn from ``generator``."""
     t = torch.rand(x0.shape[:2], generator=generator)
     eps = torch.randn(x0.shape, generator=generator)
-    xt = (1 - t[..., None, None]) * x0 + t[..., None, None] * eps
-    err = (model(xt, t, attn) - (eps - x0)).square().mean((-1, -2, -3))
+    err = flow_matching_terms(model, x0, t, eps, attn)
     return err.mean() if reduce else err
 
 
 @torch.no_grad()
-def rollout(model, context, attn, chunk_frames: int, steps: int = 4, generator=None):
-    """Generate the frames after ``context`` (B, Fc, S, S) chunk by chunk with ``steps`` Euler steps each."""
+def rollout(model, context, attn, chunk_frames: int, steps: int = 4, generator=None, *, kv_cache: bool = True):
+    """Generate the frames after ``context`` (B, Fc, S, S) chunk by chunk with ``steps`` Euler steps each.
+
+    ``kv_cache=True`` runs only the current chunk through the model and reuses past keys/values;
+    ``False`` recomputes the whole video at every step (future frames are zeros, which the causal
+    mask hides). Both draw the same noise, so they give the same video to float tolerance.
+    """
     Bn, Fc = context.shape[:2]
-    Fr = model.frames
+    Fr, cf = model.frames, chunk_frames
+    if Fc % cf or Fr % cf:
+        raise ValueError(f"context frames {Fc} and model frames {Fr} must be multiples of chunk_frames={cf}")
     x = torch.zeros(Bn, Fr, model.size, model.size)
     x[:, :Fc] = context
-    for start in range(Fc, Fr, chunk_frames):
-        sl = slice(start, start + chunk_frames)
-        x[:, sl] = torch.randn(x[:, sl].shape, generator=generator)
-        x[:, start + chunk_frames:] = torch.randn(x[:, start + chunk_frames:].shape, generator=generator)
+    cache = KVCache(len(model.blocks)) if kv_cache else None
+    if cache is not None:
+        for start in range(0, Fc, cf):
+            model(context[:, start:start + cf], torch.zeros(Bn, cf), attn, cache=cache, commit=True)
+    for start in range(Fc, Fr, cf):
+        sl = slice(start, start + cf)
+        xc = torch.randn(x[:, sl].shape, generator=generator)
         for i in range(steps):
             t_now, dt = 1.0 - i / steps, 1.0 / steps
-            t = torch.zeros(Bn, Fr)
-            t[:, sl] = t_now
-            t[:, start + chunk_frames:] = 1.0  # future frames: pure noise (causal, so they do not matter)
-            x[:, sl] = x[:, sl] - dt * model(x, t, attn)[:, sl]
+            if cache is not None:
+                v = model(xc, torch.full((Bn, cf), t_now), attn, cache=cache)
+            else:
+                x[:, sl] = xc
+                t = torch.zeros(Bn, Fr)
+                t[:, sl] = t_now
+                t[:, start + cf:] = 1.0
+                v = model(x, t, attn)[:, sl]
+            xc = xc - dt * v
+        x[:, sl] = xc
+        if cache is not None and start + cf < Fr:
+            model(xc, torch.zeros(Bn, cf), attn, cache=cache, commit=True)
     return x
 
 

@@ -7,48 +7,19 @@ from __future__ import annotations
 
 import copy
 import logging
-import math
 import time
 from pathlib import Path
 
 import torch
-from tqdm import tqdm
 
 from monarchrt import baselines as B
 from monarchrt.data import bouncing_squares
 from monarchrt.dit import AttentionOp, TinyVideoDiT, centroids, flow_matching_loss, rollout
 from monarchrt.fidelity import monarch_for_budget
+from monarchrt.train import train
 from paperworks import Claim, estimate
 
 log = logging.getLogger(__name__)
-
-
-def train(model, data, attn, steps: int, *, batch: int, lr: float, seed: int, ckpt: Path | None = None,
-          every: int = 0, resume: bool = False, tag: str = "train"):
-    """Adam on the flow-matching loss; checkpoints to ``ckpt`` every ``every`` steps, resumable."""
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
-    g = torch.Generator().manual_seed(seed)
-    start = 0
-    if resume and ckpt is not None and ckpt.exists():
-        st = torch.load(ckpt, weights_only=True)
-        model.load_state_dict(st["model"])
-        opt.load_state_dict(st["opt"])
-        g.set_state(st["rng"])
-        start = int(st["step"])
-        log.info("%s: resumed from %s at step %d", tag, ckpt, start)
-    for step in tqdm(range(start, steps), desc=tag, disable=None):
-        idx = torch.randint(0, data.shape[0], (batch,), generator=g)
-        loss = flow_matching_loss(model, data[idx], attn, generator=g)
-        if not math.isfinite(loss.item()):
-            raise RuntimeError(f"{tag}: loss is {loss.item()} at step {step}")
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        if ckpt is not None and every and (step + 1) % every == 0:
-            tmp = ckpt.with_suffix(".tmp")
-            torch.save(dict(model=model.state_dict(), opt=opt.state_dict(), rng=g.get_state(), step=step + 1), tmp)
-            tmp.replace(ckpt)
-    return model
 
 
 @torch.no_grad()

@@ -327,12 +327,43 @@ class MonarchAttention(nn.Module):
         return f"layout={self.layout}, num_iters={self.num_iters}, causal_frames={self.causal_frames}, {self.knobs}"
 
 
+def monarch_chunk_attention(q, k, v, frame_shape, *, chunk_frames: int = 1, num_iters: int = 1, **knobs):
+    """The last chunk's rows of block-causal Monarch attention, from its queries and all keys so far.
+
+    ``q`` holds the ``chunk_frames`` frames of one chunk, ``k``/``v`` every frame up to and including
+    that chunk (SDPA shapes, layout order). The result equals the chunk's rows of
+    ``monarch_attention(..., causal_frames=True, chunk_frames=chunk_frames)`` over the whole video,
+    because classes never mix chunks and a chunk sees every block of its own and earlier chunks.
+    """
+    H, W = (int(x) for x in frame_shape)
+    cf = _as_int("chunk_frames", chunk_frames)
+    _check_qkv(q, k, v)
+    if q.shape[-2] != cf * H * W or k.shape[-2] % (cf * H * W):
+        raise ValueError(f"q must hold one chunk ({cf}x{H}x{W}={cf * H * W} tokens) and k whole chunks, "
+                         f"got {q.shape[-2]} and {k.shape[-2]}")
+    _as_int("num_iters", num_iters)
+    knobs = dict(knobs)
+    scale = knobs.pop("scale", None)
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    backend = knobs.pop("backend", "auto")
+    if backend not in ("auto", "torch"):
+        raise ValueError(f"backend must be 'auto' or 'torch', got {backend!r}")
+    attend = block_attention if backend == "auto" else block_attention_ref
+    qplan = make_plan((cf, H, W), causal_frames=True, chunk_frames=cf, **knobs)
+    kplan = make_plan((k.shape[-2] // (H * W), H, W), causal_frames=True, chunk_frames=cf, **knobs)
+    lead, qf, kf, vf = _flatten(q, k, v)
+    allowed = torch.ones(qplan.G, kplan.m, dtype=torch.bool, device=q.device)
+    out, _ = _iterate(qplan.queries(qf), kplan.keys(kf), kplan.keys(vf), allowed, num_iters, scale, attend)
+    return qplan.unqueries(out).reshape(*lead, qplan.N, v.shape[-1])
+
+
 class MonarchKVCache:
     """Autoregressive chunk-by-chunk Monarch attention with a key/value cache.
 
     ``step(q, k, v)`` takes one chunk of ``chunk_frames`` frames (SDPA shapes, tokens of the chunk in
     layout order), appends its keys/values to the cache and returns the chunk's output — equal to
     the corresponding rows of ``monarch_attention(..., causal_frames=True)`` over the whole video.
+    ``step(..., commit=False)`` attends without storing (the denoising steps of one chunk).
     """
 
     def __init__(self, frame_shape, *, chunk_frames: int = 1, num_iters: int = 1, **knobs):
@@ -344,19 +375,11 @@ class MonarchKVCache:
     def frames(self) -> int:
         return 0 if self.k is None else self.k.shape[-2] // (self.H * self.W)
 
-    def step(self, q, k, v):
-        cf, H, W = self.chunk_frames, self.H, self.W
-        _check_qkv(q, k, v, cf * H * W)
-        self.k = k if self.k is None else torch.cat([self.k, k], -2)
-        self.v = v if self.v is None else torch.cat([self.v, v], -2)
-        knobs = dict(self.knobs)
-        scale = knobs.pop("scale", None)
-        scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
-        backend = knobs.pop("backend", "auto")
-        attend = block_attention if backend == "auto" else block_attention_ref
-        qplan = make_plan((cf, H, W), causal_frames=True, chunk_frames=cf, **knobs)
-        kplan = make_plan((self.frames, H, W), causal_frames=True, chunk_frames=cf, **knobs)
-        lead, qf, kf, vf = _flatten(q, self.k, self.v)
-        allowed = torch.ones(qplan.G, kplan.m, dtype=torch.bool, device=q.device)
-        out, _ = _iterate(qplan.queries(qf), kplan.keys(kf), kplan.keys(vf), allowed, self.num_iters, scale, attend)
-        return qplan.unqueries(out).reshape(*lead, qplan.N, v.shape[-1])
+    def step(self, q, k, v, *, commit: bool = True):
+        _check_qkv(q, k, v, self.chunk_frames * self.H * self.W)
+        ks = k if self.k is None else torch.cat([self.k, k], -2)
+        vs = v if self.v is None else torch.cat([self.v, v], -2)
+        if commit:
+            self.k, self.v = ks, vs
+        return monarch_chunk_attention(q, ks, vs, (self.H, self.W), chunk_frames=self.chunk_frames,
+                                       num_iters=self.num_iters, **self.knobs)

@@ -1,0 +1,63 @@
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+from monarchrt.train import main
+
+TINY = ["dit.frames=4", "dit.size=8", "dit.dim=16", "dit.depth=1", "dit.heads=2", "dit.train_videos=8",
+        "dit.batch=4", "dit.checkpoint_every=1"]
+
+
+def torchrun(out, *args, steps=2):
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m",
+           "monarchrt.train", "--out", str(out), *args, *TINY, f"dit.steps={steps}"]
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONHASHSEED="0")
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def load(out):
+    ck = torch.load(out / "checkpoint.pt", weights_only=True)
+    return ck, json.loads((out / "train_log.json").read_text())
+
+
+def assert_same_state(a, b, atol=1e-6):
+    assert a["step"] == b["step"]
+    for name in a["model"]:
+        torch.testing.assert_close(a["model"][name], b["model"][name], atol=atol, rtol=1e-5)
+    for i, st in a["opt"]["state"].items():  # Adam moments: the gradients seen on the global batch
+        for key in ("exp_avg", "exp_avg_sq"):
+            torch.testing.assert_close(st[key], b["opt"]["state"][i][key], atol=atol * 1e-2, rtol=1e-4)
+    assert torch.equal(a["rng"], b["rng"])
+
+
+def test_torchrun_two_processes_match_one_process_on_the_same_global_batch(tmp_path):
+    torchrun(tmp_path / "ddp")
+    main(["--out", str(tmp_path / "one"), *TINY, "dit.steps=2"])
+    ddp, log_ddp = load(tmp_path / "ddp")
+    one, log_one = load(tmp_path / "one")
+    assert log_ddp["world_size"] == 2 and log_one["world_size"] == 1
+    assert log_ddp["losses"] == pytest.approx(log_one["losses"], rel=1e-5)
+    assert_same_state(ddp, one)
+    assert ddp["step"] == 2 and (tmp_path / "ddp" / "model.pt").exists()
+
+
+def test_resume_from_a_checkpoint_equals_the_uninterrupted_run(tmp_path):
+    main(["--out", str(tmp_path / "full"), *TINY, "dit.steps=4"])
+    main(["--out", str(tmp_path / "part"), *TINY, "dit.steps=2"])
+    main(["--out", str(tmp_path / "part"), "--resume", *TINY, "dit.steps=4"])
+    full, _ = load(tmp_path / "full")
+    part, log = load(tmp_path / "part")
+    assert len(log["losses"]) == 2  # the resumed call ran steps 3 and 4 only
+    assert_same_state(full, part, atol=0)
+
+
+@pytest.mark.slow
+def test_torchrun_resume_equals_uninterrupted_single_process_run(tmp_path):
+    torchrun(tmp_path / "ddp", steps=1)
+    torchrun(tmp_path / "ddp", "--resume", steps=3)
+    main(["--out", str(tmp_path / "one"), *TINY, "dit.steps=3"])
+    assert_same_state(load(tmp_path / "ddp")[0], load(tmp_path / "one")[0])
