@@ -9,13 +9,17 @@ Definitions follow MOSES (Polykovskiy et al., 2020, "Molecular Sets (MOSES)"):
 - novelty: fraction of the unique valid molecules not in the training set.
 - SNN: mean over generated molecules of the max Tanimoto similarity (Morgan r=2, 1024 bits)
   to the reference (test) set.
-- Frag / Scaf: cosine similarity of BRICS-fragment / Bemis–Murcko-scaffold count vectors.
+- Frag / Scaf: cosine similarity of BRICS-fragment / Bemis–Murcko-scaffold count vectors
+  (fragments: the molecule cut at its BRICS bonds; scaffolds with < 2 rings are not counted —
+  both exactly as MOSES's ``compute_fragments``/``compute_scaffolds``).
 - IntDiv1: 1 − mean Tanimoto over all ordered pairs of the generated set (self pairs included, as in MOSES).
 - FCD: Fréchet ChemNet distance to the test set via ``fcd_torch`` (its wheel ships the weights).
 - quality: fraction of *all* samples that are valid, unique, QED ≥ 0.6 and SA ≤ 4 (the GenMol
   definition, Lee et al. 2025); SA from RDKit's Contrib ``sascorer``.
 
-SNN, Frag, Scaf, IntDiv and FCD are computed on the valid samples.
+SNN, Frag, Scaf, IntDiv and FCD are computed on the valid samples. :mod:`molhit.molsets_ref`
+loads MOSES's own metric code so the tests can compare the two (MOSES's ``fraction_valid``
+counts a disconnected SMILES as valid: our *strict* validity does not).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from collections import Counter
 
 import numpy as np
 from rdkit import Chem, DataStructs
-from rdkit.Chem import BRICS, QED, RDConfig, rdFingerprintGenerator
+from rdkit.Chem import QED, RDConfig, rdFingerprintGenerator
 from rdkit.Chem.Scaffolds import MurckoScaffold
 
 _MORGAN = rdFingerprintGenerator.GetMorganGenerator(radius=2, fpSize=1024)
@@ -91,16 +95,25 @@ def _cos(a: Counter, b: Counter) -> float:
 
 
 def fragments(smiles) -> Counter:
-    """BRICS fragment counts."""
+    """BRICS fragment counts: the molecule cut at its BRICS bonds (dummy atoms kept), as in MOSES."""
     c = Counter()
     for s in smiles:
-        c.update(BRICS.BRICSDecompose(Chem.MolFromSmiles(s)))
+        c.update(Chem.MolToSmiles(Chem.FragmentOnBRICSBonds(Chem.MolFromSmiles(s))).split("."))
     return c
 
 
-def scaffolds(smiles) -> Counter:
-    """Bemis–Murcko scaffold counts (acyclic molecules give the empty scaffold, dropped as in MOSES)."""
-    c = Counter(MurckoScaffold.MurckoScaffoldSmiles(mol=Chem.MolFromSmiles(s)) for s in smiles)
+def scaffold(smiles: str, *, min_rings: int = 0) -> str:
+    """Canonical Bemis–Murcko scaffold SMILES ('' for an acyclic molecule or fewer than ``min_rings`` rings)."""
+    scaf = MurckoScaffold.GetScaffoldForMol(Chem.MolFromSmiles(smiles))
+    if scaf.GetRingInfo().NumRings() < max(min_rings, 1):
+        return ""
+    return Chem.MolToSmiles(scaf)
+
+
+def scaffolds(smiles, *, min_rings: int = 2) -> Counter:
+    """Bemis–Murcko scaffold counts. As in MOSES's ``compute_scaffolds``, scaffolds with fewer than
+    ``min_rings`` = 2 rings (so a lone benzene ring, and acyclic molecules) are not counted."""
+    c = Counter(scaffold(s, min_rings=min_rings) for s in smiles)
     c.pop("", None)
     return c
 

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import time
+from pathlib import Path
 
 import torch
 from einops import rearrange
@@ -68,7 +70,8 @@ class GraphTransformer(nn.Module):
         node_states, edge_states: sizes of the noisy state spaces (inputs).
         node_classes, edge_classes: K for atoms and bonds (outputs).
         n_layers, d_model, d_edge, n_heads: sizes.
-        cond_bins: number of property bins for guidance (0: unconditional); bin ``cond_bins`` is "no condition".
+        cond_bins: bins per guided property (an int for one property, a sequence for several, 0/() for
+            none); for property p, bin ``cond_bins[p]`` is "no condition".
     """
 
     def __init__(self, node_states, edge_states, node_classes, edge_classes, *, n_layers=4, d_model=64,
@@ -77,18 +80,21 @@ class GraphTransformer(nn.Module):
         self.node_in = nn.Embedding(node_states, d_model)
         self.edge_in = nn.Embedding(edge_states, d_edge)
         self.time = nn.Sequential(nn.Linear(1, d_model), nn.GELU(), nn.Linear(d_model, d_model))
-        self.cond = nn.Embedding(cond_bins + 1, d_model) if cond_bins else None
+        self.cond_bins = _as_bins(cond_bins)
+        self.cond = nn.ModuleList(nn.Embedding(b + 1, d_model) for b in self.cond_bins) if self.cond_bins else None
         self.layers = nn.ModuleList(GraphTransformerLayer(d_model, d_edge, n_heads) for _ in range(n_layers))
         self.edge_sum = nn.Linear(d_edge, d_model)
         self.node_out = nn.Linear(d_model, node_classes)
         self.edge_out = nn.Linear(d_edge, edge_classes)
 
     def forward(self, xt, et, t_frac, node_mask, cond=None):
+        """xt (B, n), et (B, n, n), t_frac (B,), node_mask (B, n), cond (B, P) bins or None (no condition)."""
         h = self.node_in(xt) + self.time(t_frac.view(-1, 1, 1).float())
         if self.cond is not None:
-            if cond is None:  # the "no condition" bin
-                cond = torch.full((h.shape[0],), self.cond.num_embeddings - 1, dtype=torch.long, device=h.device)
-            h = h + self.cond(cond)[:, None, :]
+            if cond is None:  # the "no condition" bins
+                cond = torch.tensor(self.cond_bins, device=h.device).expand(h.shape[0], -1)
+            cond = cond.view(h.shape[0], -1)
+            h = h + sum(emb(cond[:, p]) for p, emb in enumerate(self.cond))[:, None, :]
         e = self.edge_in(et)
         # sum (not softmax) over incident edges: the node sees its noisy bond counts (valence)
         h = h + self.edge_sum((e * node_mask[:, None, :, None]).sum(2))
@@ -96,6 +102,15 @@ class GraphTransformer(nn.Module):
             h, e = layer(h, e, node_mask)
         el = self.edge_out(e)
         return self.node_out(h), 0.5 * (el + el.transpose(1, 2))
+
+
+def _as_bins(cond_bins) -> tuple[int, ...]:
+    if isinstance(cond_bins, int):
+        return (cond_bins,) if cond_bins > 0 else ()
+    bins = tuple(int(b) for b in cond_bins)
+    if any(b < 1 for b in bins):
+        raise ValueError(f"cond_bins must be positive bin counts, got {list(cond_bins)}")
+    return bins
 
 
 def _top_p(logp: torch.Tensor, top_p: float) -> torch.Tensor:
@@ -125,24 +140,28 @@ class MolHIT:
         encoding: the atom encoding (default: decoupled, DAE).
         process: ``"hierarchical"`` (HDDM, MolHIT), ``"absorbing"`` or ``"marginal"`` (baselines).
         T: diffusion steps. n_layers, d_model, d_edge, n_heads: denoiser sizes.
-        cond_bins: property bins for classifier-free guidance (0: none).
+        cond_bins: property bins for classifier-free guidance: an int (one property), a sequence
+            (one count per property, e.g. ``(2, 3)`` for a QED bin and an MW bin), or 0 (none).
         device: torch device.
 
     Example:
         >>> m = MolHIT(process="hierarchical", T=20, n_layers=1, d_model=32)
         >>> m.fit(["CCO", "c1ccccc1", "CC(=O)O"], steps=5)          # doctest: +SKIP
         >>> m.sample(4, temperature=1.0, top_p=0.9)                 # doctest: +SKIP
+        >>> m.sample(4, scaffold="c1ccccc1")                        # doctest: +SKIP
     """
 
     def __init__(self, encoding: AtomEncoding | None = None, *, process: str = "hierarchical", T: int = 100,
-                 n_layers: int = 4, d_model: int = 64, d_edge: int = 16, n_heads: int = 4, cond_bins: int = 0,
+                 n_layers: int = 4, d_model: int = 64, d_edge: int = 16, n_heads: int = 4, cond_bins=0,
                  edge_weight: float = 5.0, device: str = "cpu"):
         if process not in PROCESSES:
             raise ValueError(f"process must be one of {PROCESSES}, got {process!r}")
         self.encoding = encoding or decoupled_encoding()
         self.process_name, self.T, self.device = process, int(T), torch.device(device)
-        self.sizes = dict(n_layers=n_layers, d_model=d_model, d_edge=d_edge, n_heads=n_heads, cond_bins=cond_bins)
-        self.cond_bins, self.edge_weight = cond_bins, edge_weight
+        self.cond_bins = _as_bins(cond_bins)
+        self.sizes = dict(n_layers=n_layers, d_model=d_model, d_edge=d_edge, n_heads=n_heads,
+                          cond_bins=self.cond_bins)
+        self.edge_weight = edge_weight
         self.net = None
 
     # set-up ------------------------------------------------------------------------------
@@ -170,30 +189,62 @@ class MolHIT:
         et = torch.triu(et, 1)
         return xt, et + et.transpose(1, 2)
 
+    def _cond_tensor(self, cond, n: int) -> torch.Tensor:
+        """Training conditions -> (n, P) long tensor, checked against ``cond_bins``."""
+        if not self.cond_bins:
+            raise ValueError("cond needs a model built with cond_bins > 0")
+        c = torch.as_tensor(cond, dtype=torch.long)
+        c = c.view(-1, 1) if c.dim() == 1 else c
+        if c.shape != (n, len(self.cond_bins)):
+            raise ValueError(f"cond must hold one bin per molecule and property, shape ({n}, {len(self.cond_bins)}), "
+                             f"got {tuple(c.shape)}")
+        if torch.any(c < 0) or torch.any(c >= torch.tensor(self.cond_bins)):
+            raise ValueError(f"cond bins must lie in 0..cond_bins-1 per property (cond_bins={self.cond_bins})")
+        return c
+
     # training ----------------------------------------------------------------------------
-    def loss(self, X, E, n_atoms, cond=None, gen=None):
-        """x_0 cross-entropy on atoms + ``edge_weight`` × on atom pairs (DiGress's objective)."""
+    def loss(self, X, E, n_atoms, cond=None, gen=None, net=None):
+        """x_0 cross-entropy on atoms + ``edge_weight`` × on atom pairs (DiGress's objective).
+
+        Classifier-free guidance training: with probability 0.1 all conditions are dropped to the
+        "no condition" bins, and each property is dropped on its own with probability 0.1 (so one
+        property can be guided while the other is left free).
+        """
+        net = net or self.net
         b, n = X.shape
         t = torch.randint(1, self.T + 1, (b,), generator=gen, device=X.device)
         xt, et = self._noisy(X, E, t, gen)
         mask = torch.arange(n, device=X.device)[None] < n_atoms[:, None]
         if cond is not None:
-            drop = torch.rand(b, generator=gen, device=X.device) < 0.1
-            cond = torch.where(drop, torch.full_like(cond, self.cond_bins), cond)
-        nl, el = self.net(xt, et, t / self.T, mask, cond)
+            drop_all = torch.rand(b, 1, generator=gen, device=X.device) < 0.1
+            drop_one = torch.rand(cond.shape, generator=gen, device=X.device) < 0.1
+            null = torch.tensor(self.cond_bins, device=X.device).expand_as(cond)
+            cond = torch.where(drop_all | drop_one, null, cond)
+        nl, el = net(xt, et, t / self.T, mask, cond)
         pair = mask[:, :, None] & mask[:, None, :] & torch.triu(torch.ones(n, n, dtype=torch.bool, device=X.device), 1)
         return F.cross_entropy(nl[mask], X[mask]) + self.edge_weight * F.cross_entropy(el[pair], E[pair])
 
     def fit(self, data, *, steps: int = 1000, batch_size: int = 64, lr: float = 1e-3, seed: int = 0,
-            cond=None, time_limit: float | None = None, log_every: int = 100) -> list[float]:
+            cond=None, time_limit: float | None = None, log_every: int = 100, checkpoint=None,
+            checkpoint_every: int = 0, resume: bool = False) -> list[float]:
         """Train on ``data`` (SMILES list or the dict of :func:`molhit.data.graphs_from_smiles`).
 
+        ``steps`` is the total number of optimiser steps: with ``resume=True`` and an existing
+        ``checkpoint`` training continues from the saved step, and the result (weights, optimiser,
+        losses) equals that of one uninterrupted run. Under ``torchrun`` (an initialised
+        ``torch.distributed`` group with world size > 1) the denoiser is wrapped in DDP, each rank
+        draws ``batch_size / world_size`` molecules per step from its own generator, and rank 0
+        writes the checkpoint (with every rank's generator state).
+
         Args:
-            cond: optional property bin per molecule (int tensor in 0..cond_bins-1) for guidance.
-            time_limit: stop after this many seconds (steps done are logged).
+            cond: optional property bins per molecule for guidance, shape (N,) or (N, P).
+            time_limit: stop after this many seconds (steps done are logged; a checkpoint is written).
+            checkpoint: path of the training checkpoint (model + optimiser + step + RNG states).
+            checkpoint_every: write it every this many steps (0: only at the end).
+            resume: continue from ``checkpoint`` if it exists.
 
         Returns:
-            The loss of every step.
+            The (all-rank mean) loss of every step, including the steps done before a resume.
 
         Raises:
             RuntimeError: the loss became NaN/inf (names the step).
@@ -204,48 +255,129 @@ class MolHIT:
             data = graphs_from_smiles(data, self.encoding)
         if steps < 1:
             raise ValueError(f"steps must be >= 1, got {steps}")
-        if cond is not None and (self.cond_bins == 0 or len(cond) != len(data["X"])):
-            raise ValueError("cond needs cond_bins > 0 and one bin per molecule")
+        C = None if cond is None else self._cond_tensor(cond, len(data["X"])).to(self.device)
+        rank, world = _dist_info()
+        if batch_size % world:
+            raise ValueError(f"batch_size ({batch_size}) must be divisible by the world size ({world})")
         if self.net is None:
-            self._build(data)
-        gen = torch.Generator(device=self.device).manual_seed(seed)
+            with torch.random.fork_rng(devices=[]):  # the initial weights depend on ``seed`` only
+                torch.manual_seed(seed)
+                self._build(data)
+        gen = torch.Generator(device=self.device).manual_seed(seed + 7919 * rank)
         opt = torch.optim.AdamW(self.net.parameters(), lr=lr, weight_decay=1e-4)
+        losses, start = [], 0
+        if resume and checkpoint is not None and Path(checkpoint).exists():
+            start, losses = self._load_checkpoint(checkpoint, opt, gen, rank, world)
+            log.info("%s: resumed from %s at step %d", self.process_name, checkpoint, start)
+        train_net = self.net
+        if world > 1:
+            from torch.nn.parallel import DistributedDataParallel
+
+            train_net = DistributedDataParallel(self.net)
         X, E, N = (data["X"].to(self.device), data["E"].to(self.device), data["n_atoms"].to(self.device))
-        C = cond.to(self.device) if cond is not None else None
         self.net.train()
-        losses, t0 = [], time.perf_counter()
-        for step in range(steps):
-            idx = torch.randint(0, len(X), (batch_size,), generator=gen, device=self.device)
+        t0, step = time.perf_counter(), start
+        for step in range(start, steps):
+            idx = torch.randint(0, len(X), (batch_size // world,), generator=gen, device=self.device)
             nmax = int(N[idx].max())
-            loss = self.loss(X[idx, :nmax], E[idx, :nmax, :nmax], N[idx], None if C is None else C[idx], gen)
-            if not torch.isfinite(loss):
-                raise RuntimeError(f"training diverged: loss {loss.item()} at step {step}")
+            loss = self.loss(X[idx, :nmax], E[idx, :nmax, :nmax], N[idx], None if C is None else C[idx], gen,
+                             net=train_net)
             opt.zero_grad(set_to_none=True)
             loss.backward()
+            value = _mean_over_ranks(loss.detach(), world)
+            if not math.isfinite(value):
+                raise RuntimeError(f"training diverged: loss {value} at step {step}")
             torch.nn.utils.clip_grad_norm_(self.net.parameters(), 1.0)
             opt.step()
-            losses.append(loss.item())
-            if log_every and step % log_every == 0:
-                log.info("%s step %d loss %.4f", self.process_name, step, losses[-1])
-            if time_limit is not None and time.perf_counter() - t0 > time_limit:
+            losses.append(value)
+            if log_every and step % log_every == 0 and rank == 0:
+                log.info("%s step %d loss %.4f", self.process_name, step, value)
+            if checkpoint is not None and checkpoint_every and (step + 1) % checkpoint_every == 0:
+                self._save_checkpoint(checkpoint, opt, gen, step + 1, losses, rank, world)
+            if time_limit is not None and _stop_all(time.perf_counter() - t0 > time_limit, world):
                 log.info("%s: time limit reached after %d steps", self.process_name, step + 1)
                 break
+        if checkpoint is not None and steps > start:
+            self._save_checkpoint(checkpoint, opt, gen, step + 1, losses, rank, world)
         self.net.eval()
         return losses
+
+    # checkpoints -------------------------------------------------------------------------
+    def _save_checkpoint(self, path, opt, gen, step, losses, rank, world) -> None:
+        states = [gen.get_state()]
+        if world > 1:
+            import torch.distributed as dist
+
+            states = [None] * world
+            dist.all_gather_object(states, gen.get_state())
+        if rank == 0:
+            path = Path(path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            state = {"net": self.net.state_dict(), "opt": opt.state_dict(), "step": step, "losses": list(losses),
+                     "rng": states, "world_size": world, "process": self.process_name, "T": self.T}
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            torch.save(state, tmp)
+            os.replace(tmp, path)
+        if world > 1:
+            import torch.distributed as dist
+
+            dist.barrier()
+
+    def _load_checkpoint(self, path, opt, gen, rank, world):
+        state = torch.load(path, weights_only=True, map_location=self.device)
+        if state["process"] != self.process_name or state["T"] != self.T:
+            raise ValueError(f"checkpoint {path} is for process={state['process']}, T={state['T']}; "
+                             f"this model has process={self.process_name}, T={self.T}")
+        if state["world_size"] != world:
+            raise ValueError(f"checkpoint {path} was written with world size {state['world_size']}, "
+                             f"resuming with {world}: same-result resumption needs the same world size")
+        self.net.load_state_dict(state["net"])
+        opt.load_state_dict(state["opt"])
+        gen.set_state(state["rng"][rank])
+        return int(state["step"]), [float(v) for v in state["losses"]]
 
     def save(self, path) -> None:
         """Save the denoiser weights (``torch.save`` of the state dict)."""
         torch.save(self.net.state_dict(), path)
 
     def load(self, path) -> None:
-        """Load weights saved by :meth:`save` into a model built by :meth:`fit` on the same data."""
-        self.net.load_state_dict(torch.load(path, weights_only=True, map_location=self.device))
+        """Load weights saved by :meth:`save` (or a training checkpoint) into a model built on the same data."""
+        state = torch.load(path, weights_only=True, map_location=self.device)
+        self.net.load_state_dict(state["net"] if "net" in state and "opt" in state else state)
 
     # sampling ----------------------------------------------------------------------------
+    def _cond_bins_for(self, cond) -> tuple[int, ...] | None:
+        """Sampling condition -> one bin per property (the null bin where ``None``), or None."""
+        if cond is None:
+            return None
+        if not self.cond_bins:
+            raise ValueError("cond needs a model built with cond_bins > 0")
+        c = [cond] if isinstance(cond, int) else list(cond)
+        if len(c) != len(self.cond_bins):
+            raise ValueError(f"cond must give one bin (or None) per property: {len(self.cond_bins)} properties "
+                             f"(cond_bins={self.cond_bins}), got {cond!r}")
+        for b, k in zip(c, self.cond_bins):
+            if b is not None and not (isinstance(b, int) and 0 <= b < k):
+                raise ValueError(f"cond must be a bin in 0..{k - 1} (or None), got {b!r}")
+        return tuple(k if b is None else b for b, k in zip(c, self.cond_bins))
+
+    def _scaffold_graph(self, scaffold):
+        if scaffold is None:
+            return None
+        try:
+            atoms, bonds = self.encoding.encode(scaffold)
+        except (ValueError, TypeError) as err:
+            raise ValueError(f"scaffold: {err}") from None
+        k = len(atoms)
+        if not torch.any(self.n_atoms_dist[k + 1:] > 0):
+            raise ValueError(f"scaffold has {k} atoms; the training molecules have at most {self.max_atoms}, "
+                             "so there is no room to extend it")
+        return torch.from_numpy(atoms).to(self.device), torch.from_numpy(bonds).to(self.device)
+
     @torch.no_grad()
     def generate(self, n: int, *, temperature: float = 1.0, top_p: float = 1.0, guidance: float = 0.0,
-                 cond: int | None = None, sampler: str = "pn", seed: int = 0, batch_size: int = 256):
-        """Sample ``n`` graphs; returns ``(X, E, n_atoms)`` lists of numpy arrays."""
+                 cond=None, sampler: str = "pn", seed: int = 0, batch_size: int = 256, scaffold=None):
+        """Sample ``n`` graphs; returns a list of ``(atoms, bonds)`` numpy arrays (see :meth:`sample`)."""
         if self.net is None:
             raise RuntimeError("fit the model before sampling")
         if not isinstance(n, int) or n < 1:
@@ -256,42 +388,63 @@ class MolHIT:
             raise ValueError(f"top_p must be in (0, 1], got {top_p}")
         if sampler not in ("pn", "ancestral"):
             raise ValueError(f"sampler must be 'pn' or 'ancestral', got {sampler!r}")
-        if cond is not None and not 0 <= cond < self.cond_bins:
-            raise ValueError(f"cond must be a bin in 0..{self.cond_bins - 1}, got {cond}")
+        bins = self._cond_bins_for(cond)
+        fixed = self._scaffold_graph(scaffold)
         gen = torch.Generator(device=self.device).manual_seed(seed)
         out = []
         for start in range(0, n, batch_size):
-            out.extend(self._generate_batch(min(batch_size, n - start), temperature, top_p, guidance, cond,
-                                            sampler, gen))
+            out.extend(self._generate_batch(min(batch_size, n - start), temperature, top_p, guidance, bins,
+                                            sampler, gen, fixed))
         return out
 
-    def _log_p0(self, xt, et, t, mask, cond, guidance, temperature, top_p):
+    def _log_p0(self, xt, et, t, mask, bins, guidance, temperature, top_p):
         b = xt.shape[0]
         tf = torch.full((b,), t / self.T, device=self.device)
-        if cond is None:
+        if bins is None:
             nl, el = self.net(xt, et, tf, mask, None)
             nl, el = nl.log_softmax(-1), el.log_softmax(-1)
         else:
-            c = torch.full((b,), cond, device=self.device)
-            u = torch.full((b,), self.cond_bins, device=self.device)
-            nc, ec = self.net(xt, et, tf, mask, c)
-            nu, eu = self.net(xt, et, tf, mask, u)
+            nc, ec = self.net(xt, et, tf, mask, torch.tensor(bins, device=self.device).expand(b, -1))
+            nu, eu = self.net(xt, et, tf, mask, None)
             nl = (1 + guidance) * nc.log_softmax(-1) - guidance * nu.log_softmax(-1)
             el = (1 + guidance) * ec.log_softmax(-1) - guidance * eu.log_softmax(-1)
         nl = _top_p((nl / temperature).log_softmax(-1), top_p)
         el = _top_p((el / temperature).log_softmax(-1), top_p)
         return nl.softmax(-1), el.softmax(-1)
 
-    def _generate_batch(self, b, temperature, top_p, guidance, cond, sampler, gen):
-        n_atoms = torch.multinomial(self.n_atoms_dist, b, replacement=True, generator=gen).to(self.device)
+    def _known(self, fixed, b, n, t, gen):
+        """RePaint's known part: the scaffold's atoms/bonds noised to step t, ``q(x_t | x_0)``.
+
+        Returns node states (b, n), edge states (b, n, n) and the masks of the fixed entries
+        (the first k atoms, and the pairs among them, "no bond" included).
+        """
+        atoms, bonds = fixed
+        k = len(atoms)
+        X0 = torch.zeros(b, n, dtype=torch.long, device=self.device)
+        E0 = torch.zeros(b, n, n, dtype=torch.long, device=self.device)
+        X0[:, :k], E0[:, :k, :k] = atoms, bonds
+        tt = torch.full((b,), t, device=self.device)
+        xk, ek = self._noisy(X0, E0, tt, gen)
+        node_known = torch.arange(n, device=self.device) < k
+        return xk, ek, node_known, node_known[:, None] & node_known[None, :]
+
+    def _generate_batch(self, b, temperature, top_p, guidance, bins, sampler, gen, fixed=None):
+        dist = self.n_atoms_dist
+        if fixed is not None:  # room for at least one new atom
+            dist = dist.clone()
+            dist[: len(fixed[0]) + 1] = 0
+        n_atoms = torch.multinomial(dist, b, replacement=True, generator=gen).to(self.device)
         n = int(n_atoms.max())
         mask = torch.arange(n, device=self.device)[None] < n_atoms[:, None]
         xt = self.node_process.prior_sample((b, n), gen)
         et = torch.triu(self.edge_process.prior_sample((b, n, n), gen), 1)
         et = et + et.transpose(1, 2)
+        if fixed is not None:
+            xk, ek, kn, ke = self._known(fixed, b, n, self.T, gen)
+            xt, et = torch.where(kn, xk, xt), torch.where(ke, ek, et)
         iu = torch.triu(torch.ones(n, n, dtype=torch.bool, device=self.device), 1)
         for t in range(self.T, 0, -1):
-            p0n, p0e = self._log_p0(xt, et, t, mask, cond, guidance, temperature, top_p)
+            p0n, p0e = self._log_p0(xt, et, t, mask, bins, guidance, temperature, top_p)
             if sampler == "pn":
                 x0, e0 = categorical(p0n, gen), categorical(p0e, gen)
                 pn = self.node_process.posterior_x0(xt, x0, t)
@@ -302,6 +455,9 @@ class MolHIT:
             xt = categorical(pn, gen)
             et = categorical(pe, gen) * iu
             et = et + et.transpose(1, 2)
+            if fixed is not None:  # inpainting: the known part is a fresh draw of q(x_{t-1} | scaffold)
+                xk, ek, kn, ke = self._known(fixed, b, n, t - 1, gen)
+                xt, et = torch.where(kn, xk, xt), torch.where(ke, ek, et)
         X, E = xt.cpu().numpy(), et.cpu().numpy()
         out = []
         for i, k in enumerate(n_atoms.tolist()):
@@ -322,16 +478,54 @@ class MolHIT:
         return res
 
     def sample(self, n: int, *, temperature: float = 1.0, top_p: float = 1.0, guidance: float = 0.0,
-               cond: int | None = None, sampler: str = "pn", seed: int = 0, lenient: bool = False) -> list[str | None]:
+               cond=None, sampler: str = "pn", seed: int = 0, lenient: bool = False,
+               scaffold=None) -> list[str | None]:
         """Sample ``n`` molecules as canonical SMILES (``None`` for a strictly invalid graph).
 
         Args:
             temperature: divides the denoiser's log-probabilities (< 1 sharper).
             top_p: nucleus sampling over each atom's/pair's predicted classes.
-            guidance: classifier-free guidance weight w (used with ``cond``).
-            cond: the property bin to steer towards (needs ``cond_bins > 0``).
+            guidance: classifier-free guidance weight w:
+                ``(1+w) log p(x0 | c) - w log p(x0 | ∅)`` (used with ``cond``).
+            cond: the bin to steer towards: an int (one property) or one bin per property,
+                ``None`` leaving that property free (needs ``cond_bins``).
             lenient: keep the largest valid fragment instead of rejecting the graph.
+            scaffold: SMILES (or RDKit Mol) to extend by inpainting (RePaint, Lugmayr et al. 2022):
+                its atoms are the first k nodes, and at every reverse step its atoms and the bonds
+                among them are replaced by a fresh draw of the forward marginal ``q(x_{t-1} | scaffold)``
+                while the rest of the graph is denoised; at t = 0 they are exactly the scaffold's.
+                Molecule sizes are drawn from the training sizes larger than the scaffold.
         """
         graphs = self.generate(n, temperature=temperature, top_p=top_p, guidance=guidance, cond=cond,
-                               sampler=sampler, seed=seed)
+                               sampler=sampler, seed=seed, scaffold=scaffold)
         return self.decode(graphs, lenient=lenient)
+
+
+# distributed helpers (one process: world size 1) -------------------------------------------
+def _dist_info() -> tuple[int, int]:
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def _mean_over_ranks(x: torch.Tensor, world: int) -> float:
+    if world > 1:
+        import torch.distributed as dist
+
+        x = x.clone()
+        dist.all_reduce(x)
+        x /= world
+    return float(x)
+
+
+def _stop_all(flag: bool, world: int) -> bool:
+    """Every rank stops together if any rank asks to (time limits differ slightly per rank)."""
+    if world == 1:
+        return flag
+    import torch.distributed as dist
+
+    f = torch.tensor([float(flag)])
+    dist.all_reduce(f, op=dist.ReduceOp.MAX)
+    return bool(f.item())
