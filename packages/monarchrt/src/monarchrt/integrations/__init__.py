@@ -1,0 +1,1 @@
+"""Adapters to other libraries; each is imported only on request and imports its library lazily."""
