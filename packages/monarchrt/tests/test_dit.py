@@ -1,7 +1,8 @@
 import pytest
 import torch
 from monarchrt.data import bouncing_squares
-from monarchrt.dit import AttentionOp, KVCache, TinyVideoDiT, centroids, chunk_mask, rollout
+from monarchrt.dit import AttentionOp, KVCache, TinyVideoDiT, capture_qkv, centroids, chunk_mask, rollout
+from monarchrt.experiment_dit import fidelity_on_model
 from monarchrt.fidelity import monarch_for_budget
 from monarchrt.train import train
 
@@ -90,3 +91,30 @@ def test_chunk_forward_with_cache_equals_the_full_forward():
     parts = [model(x[:, i:i + 2], t[:, i:i + 2], op, cache=cache, commit=True) for i in (0, 2, 4)]
     assert cache.frames == 6 and cache.k[0].shape == (2, 2, 96, 8)
     torch.testing.assert_close(torch.cat(parts, 1), model(x, t, op), atol=1e-5, rtol=1e-5)
+
+
+def test_hooks_capture_the_qkv_every_layer_attends_with():
+    model = noisy_model(frames=4)
+    dense = op_of("dense", model.layout)
+    seen = []
+
+    def recording(q, k, v):
+        seen.append((q, k, v))
+        return dense(q, k, v)
+
+    x, t = torch.randn(2, 4, 8, 8), torch.rand(2, 4)
+    got = capture_qkv(model, x, t, recording)
+    assert len(got) == len(seen) == 2
+    for a, b in zip(got, seen):
+        for x1, x2 in zip(a, b):
+            assert x1.shape == (2, 2, 64, 8)
+            torch.testing.assert_close(x1, x2)
+
+
+def test_fidelity_on_model_covers_layers_noise_levels_and_methods():
+    model = noisy_model(frames=4)
+    vids = torch.randn(1, 4, 8, 8)
+    rows = fidelity_on_model(model, vids, op_of("dense", model.layout), [0.5], [0.2, 0.8], seed=0)
+    assert {(r["layer"], r["noise"]) for r in rows} == {(0, 0.2), (0, 0.8), (1, 0.2), (1, 0.8)}
+    assert {r["method"] for r in rows} == {"monarch", "misaligned", "topk", "sliding_tile", "nystrom"}
+    assert all(r["source"] == "dit" and r["rel_err"] >= 0 for r in rows)

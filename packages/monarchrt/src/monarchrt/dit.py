@@ -191,6 +191,20 @@ def rollout(model, context, attn, chunk_frames: int, steps: int = 4, generator=N
     return x
 
 
+@torch.no_grad()
+def capture_qkv(model, x, t, attn) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """Q, K, V (B, heads, N, d) of every attention layer, hooked on the qkv projections during one forward."""
+    got = []
+    hooks = [blk.qkv.register_forward_hook(lambda mod, inp, out, h=blk.heads: got.append(
+        rearrange(out, "b n (t h d) -> t b h n d", t=3, h=h).unbind(0))) for blk in model.blocks]
+    try:
+        model(x, t, attn)
+    finally:
+        for hk in hooks:
+            hk.remove()
+    return got
+
+
 def centroids(videos, threshold: float = 0.0):
     """(B, F, 2) intensity-weighted centroid of the pixels above ``threshold``."""
     w = (videos - threshold).clamp_min(0)

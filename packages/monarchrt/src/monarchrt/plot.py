@@ -77,6 +77,7 @@ def dit(rows, path):
 def all_plots(rows, out_dir):
     fidelity(rows, out_dir / "fidelity_structured.png")
     fidelity(rows, out_dir / "fidelity_random.png", source="random")
+    fidelity(rows, out_dir / "fidelity_dit.png", source="dit")
     sweep(rows, out_dir / "semantic_sweep.png")
     bench(rows, out_dir / "bench.png")
     dit(rows, out_dir / "dit.png")

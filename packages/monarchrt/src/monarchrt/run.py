@@ -6,32 +6,19 @@ Parts (``cfg.parts``): ``fidelity`` (A), ``dit`` (B), ``kernel`` (C), ``bench``.
 from __future__ import annotations
 
 import logging
-import math
 import os
 from contextlib import contextmanager
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from monarchrt import bench as BE
 from monarchrt.data import random_qkv, structured_qkv
-from monarchrt.fidelity import evaluate
+from monarchrt.fidelity import errors, est, evaluate, fidelity_claims
 from monarchrt.monarch import monarch_attention
-from paperworks import Claim, estimate, seeds_of
+from paperworks import Claim, seeds_of
 
 log = logging.getLogger(__name__)
-
-
-def _est(values):
-    values = [float(x) for x in values if math.isfinite(float(x))]
-    if not values:
-        return float("nan")
-    return estimate(values) if len(values) > 1 else float(values[0])
-
-
-def _mean_by(rows, method, **where):
-    return [r["rel_err"] for r in rows if r["method"] == method and all(r.get(k) == v for k, v in where.items())]
 
 
 # ---------------------------------------------------------------- (A) fidelity
@@ -55,37 +42,14 @@ def part_fidelity(cfg, seeds):
             q, k, v = structured_qkv(layout, fc.d, heads=fc.heads, semantic=float(sem), generator=g)
             rows += [dict(r, source=f"sweep_semantic={sem}", semantic=float(sem))
                      for r in evaluate(q, k, v, layout, fc.sweep_budget, seed=seed)]
-    claims = []
-    for budget in fc.budgets:
-        pct = int(round(100 * budget))
-        m = _mean_by(rows, "monarch", source="structured", budget=budget)
-        base = {x: _est(_mean_by(rows, x, source="structured", budget=budget))
-                for x in ("topk", "sliding_tile", "nystrom", "misaligned")}
-        claims.append(Claim.compare(
-            f"beyond_topk_{pct}pct",
-            f"Claim 2: on video-like attention (periodic + correspondences + mixing), aligned Monarch at "
-            f"{pct}% of dense FLOPs has a lower output error than oracle top-k at the same FLOPs.",
-            "relative output error ||O-Ô||/||O|| (structured Q/K/V)", _est(m), baseline="topk",
-            baselines=base, better="lower"))
-        best = min(("sliding_tile", "nystrom"), key=lambda x: float(np.mean(_mean_by(rows, x, source="structured",
-                                                                                       budget=budget))))
-        claims.append(Claim.compare(
-            f"beats_sparse_baselines_{pct}pct",
-            f"Claim 6: aligned Monarch beats the best of the sliding-tile and Nyström baselines at {pct}% FLOPs.",
-            "relative output error (structured Q/K/V)", _est(m), baseline=best, baselines=base, better="lower",
-            notes=f"best baseline by mean: {best}"))
-        claims.append(Claim.compare(
-            f"alignment_matters_{pct}pct",
-            f"Aligned blocks (frames/rows) beat the same Monarch on a random token permutation at {pct}% FLOPs.",
-            "relative output error (structured Q/K/V)", _est(m), baseline="misaligned", baselines=base,
-            better="lower"))
+    claims = fidelity_claims(rows, fc.budgets, source="structured")
     b0 = fc.budgets[0]
-    ratio = [a / b for a, b in zip(_mean_by(rows, "misaligned", source="random", budget=b0),
-                                   _mean_by(rows, "monarch", source="random", budget=b0))]
+    ratio = [a / b for a, b in zip(errors(rows, "misaligned", source="random", budget=b0),
+                                   errors(rows, "monarch", source="random", budget=b0))]
     claims.append(Claim.threshold(
         "random_control_no_gain",
         "Control: on i.i.d. random Q/K alignment brings nothing (misaligned/aligned error ratio below 1.05).",
-        "error ratio misaligned / aligned Monarch (random Q/K)", _est(ratio), threshold=1.05, better="lower"))
+        "error ratio misaligned / aligned Monarch (random Q/K)", est(ratio), threshold=1.05, better="lower"))
     return rows, claims
 
 
@@ -153,7 +117,7 @@ def part_bench(cfg):
         "cpu_speedup_largest_n",
         f"On CPU at N={top['N']} with <= {int(100 * bc.budget)}% of dense FLOPs, the Monarch reference path is "
         f"at least 3x faster than dense SDPA (issue #10's CPU stand-in for the paper's 1.4-11.8x GPU kernel speedups).",
-        "speedup dense SDPA time / Monarch time (per repeat)", _est(top["speedups"]), threshold=3.0, better="higher",
+        "speedup dense SDPA time / Monarch time (per repeat)", est(top["speedups"]), threshold=3.0, better="higher",
         notes=f"flop ratio {top['flop_ratio']:.4f}, knobs {top['knobs']}")]
     for r in rows:
         r.pop("speedups", None)
