@@ -22,21 +22,32 @@ def test_triton_primitive_matches_reference_forward_and_backward(interpret, gen,
         bias = torch.randn(B, N, generator=gen)
         bias[:, 0] = float("-inf")
     leaves = [t.requires_grad_() for t in (q, k, v) + ((bias,) if with_bias else ())]
-    o1, e1 = block_attention(q, k, v, bias, scale=0.4)
-    o2, e2 = block_attention_ref(q, k, v, bias, scale=0.4)
-    torch.testing.assert_close(o1, o2, atol=1e-5, rtol=1e-5)
-    torch.testing.assert_close(e1, e2, atol=1e-5, rtol=1e-5)
-    wo, we = torch.randn(o1.shape, generator=gen), torch.randn(e1.shape, generator=gen)
-    g1 = torch.autograd.grad((o1 * wo).sum() + (e1 * we).sum(), leaves)
-    g2 = torch.autograd.grad((o2 * wo).sum() + (e2 * we).sum(), leaves)
+    out1 = block_attention(q, k, v, bias, scale=0.4)
+    out2 = block_attention_ref(q, k, v, bias, scale=0.4)
+    for a, b in zip(out1, out2):  # output, row entropy, row log-normaliser
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+    ws = [torch.randn(x.shape, generator=gen) for x in out1]
+    g1 = torch.autograd.grad(sum((x * w).sum() for x, w in zip(out1, ws)), leaves)
+    g2 = torch.autograd.grad(sum((x * w).sum() for x, w in zip(out2, ws)), leaves)
     for a, b in zip(g1, g2):
         torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-4)
+
+
+def test_transposed_call_gives_the_aggregated_queries(gen):
+    """Σ_s L[s,k] Q_s / Σ_s L[s,k] with L = softmax(S + bias) equals the primitive with roles swapped."""
+    q, kt = torch.randn(3, 7, 4, generator=gen), torch.randn(3, 5, 4, generator=gen)
+    bias = torch.randn(3, 5, generator=gen)
+    L = torch.softmax(0.5 * q @ kt.transpose(-1, -2) + bias[:, None], -1)
+    direct = (L.transpose(-1, -2) @ q) / L.sum(-2)[..., None]
+    _, _, lse = block_attention_ref(q, kt, kt, bias, scale=0.5)
+    swapped, _, _ = block_attention_ref(kt, q, q, -lse, scale=0.5)
+    torch.testing.assert_close(swapped, direct, atol=1e-5, rtol=1e-5)
 
 
 @pytest.mark.parametrize("knobs", [
     dict(),
     dict(block=(1, 2, 4), h_reduce=2, num_iters=2),
-    dict(causal_frames=True, chunk_frames=1, f_tied=False, block=(1, 2, 2)),
+    dict(causal_frames=True, chunk_frames=1, block=(1, 4, 4), num_iters=2),
 ])
 def test_monarch_on_triton_matches_reference_forward_and_gradients(interpret, gen, knobs):
     layout = (2, 4, 4)

@@ -5,7 +5,9 @@ import sys
 
 import pytest
 import torch
-from monarchrt.train import main
+from monarchrt.data import bouncing_squares
+from monarchrt.dit import AttentionOp, TinyVideoDiT, flow_matching_terms
+from monarchrt.train import global_batch, main, shard
 
 TINY = ["dit.frames=4", "dit.size=8", "dit.dim=16", "dit.depth=1", "dit.heads=2", "dit.train_videos=8",
         "dit.batch=4", "dit.checkpoint_every=1"]
@@ -34,6 +36,32 @@ def assert_same_state(a, b, atol=1e-6):
     assert torch.equal(a["rng"], b["rng"])
 
 
+def test_rank_shards_average_to_the_global_batch_gradient():
+    """What DDP computes (the mean over ranks of each shard's mean-loss gradient, with the shards
+    `train` uses) equals the one-process gradient on the global batch, for 1, 2 and 4 ranks."""
+    torch.manual_seed(0)
+    model = TinyVideoDiT(frames=4, size=8, patch=2, dim=16, depth=1, heads=2)
+    for p in model.parameters():
+        p.data.add_(0.1 * torch.randn(p.shape))
+    data, _ = bouncing_squares(8, frames=4, size=8, square=2, generator=torch.Generator().manual_seed(0))
+    op = AttentionOp("dense", model.layout, 2)
+    x0, t, eps = global_batch(data, 4, torch.Generator().manual_seed(1))
+
+    def grads(sl):
+        model.zero_grad()
+        flow_matching_terms(model, x0[sl], t[sl], eps[sl], op).mean().backward()
+        return [p.grad.clone() for p in model.parameters()]
+
+    full = grads(slice(None))
+    for size in (1, 2, 4):
+        per_rank = [grads(shard(4, r, size)) for r in range(size)]
+        for i, g in enumerate(full):
+            torch.testing.assert_close(sum(gr[i] for gr in per_rank) / size, g, atol=1e-6, rtol=1e-5)
+    with pytest.raises(ValueError, match="divisible"):
+        shard(4, 0, 3)
+
+
+@pytest.mark.slow  # ~15 s on 2 shared cores: three interpreters importing torch; run with -m slow
 def test_torchrun_two_processes_match_one_process_on_the_same_global_batch(tmp_path):
     torchrun(tmp_path / "ddp")
     main(["--out", str(tmp_path / "one"), *TINY, "dit.steps=2"])

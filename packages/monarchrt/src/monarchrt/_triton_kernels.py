@@ -56,7 +56,7 @@ def fwd(q_ptr, k_ptr, v_ptr, b_ptr, o_ptr, ent_ptr, lse_ptr, M, N, D, E, scale,
     tl.store(lse_ptr + pid_b * M + rm, lse, mask=rm < M)
 
 @triton.jit
-def bwd(q_ptr, k_ptr, v_ptr, b_ptr, lse_ptr, ent_ptr, do_ptr, dent_ptr,
+def bwd(q_ptr, k_ptr, v_ptr, b_ptr, lse_ptr, ent_ptr, do_ptr, dent_ptr, dlse_ptr,
         dq_ptr, dk_ptr, dv_ptr, db_ptr, M, N, D, E, scale,
         HAS_BIAS: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BD: tl.constexpr, BE: tl.constexpr):
     pid_b = tl.program_id(0)
@@ -84,11 +84,13 @@ def bwd(q_ptr, k_ptr, v_ptr, b_ptr, lse_ptr, ent_ptr, do_ptr, dent_ptr,
         lse = tl.load(lse_ptr + pid_b * M + rm, mask=mrow, other=0.0)
         ent = tl.load(ent_ptr + pid_b * M + rm, mask=mrow, other=0.0)
         dent = tl.load(dent_ptr + pid_b * M + rm, mask=mrow, other=0.0)
+        dlse = tl.load(dlse_ptr + pid_b * M + rm, mask=mrow, other=0.0)
         s = tl.dot(q, tl.trans(k), input_precision="ieee") * scale + bias[None, :]
         p = tl.where(mrow[:, None], tl.exp(s - lse[:, None]), 0.0)
         logp = tl.where(p > 0, s - lse[:, None], 0.0)
         g = tl.dot(do, tl.trans(v), input_precision="ieee")
-        ds = p * (g - tl.reduce(p * g, 1, _add)[:, None]) - dent[:, None] * p * (logp + ent[:, None])
+        ds = p * (g - tl.reduce(p * g, 1, _add)[:, None]) - dent[:, None] * p * (logp + ent[:, None]) \
+            + dlse[:, None] * p
         dq = tl.dot(ds, k, input_precision="ieee") * scale
         tl.store(dq_ptr + pid_b * M * D + rm[:, None] * D + rd[None, :], dq,
                  mask=mrow[:, None] & (rd[None, :] < D))

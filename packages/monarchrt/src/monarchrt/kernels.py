@@ -3,11 +3,14 @@
 Every step of Monarch attention is a small, batched softmax attention with an additive key bias
 that also reports the row entropy:
 
-    s = scale · q kᵀ + bias,   p = softmax(s),   o = p v,   H = −Σ_j p_j log p_j
+    s = scale · q kᵀ + bias,   p = softmax(s),   o = p v,   H = −Σ_j p_j log p_j,   lse = log Σ_j e^{s_j}
 
 * R-step: for each key block, the aggregated queries of all classes against the block's ``b`` keys
   (values = [K | V]); its entropy enters the L-step logits.
 * L-step: the queries of one class against the ``m`` block summaries K̃ (bias = H(R) + causal mask).
+* For ``num_iters > 1``, the next R-step's aggregated queries Q̃[k] = Σ_q L[q,k] Q_q / Σ_q L[q,k] are
+  the same primitive transposed: block summaries as queries, the class's queries as keys and values,
+  key bias −lse_q (the L-step's log-normalisers; the block's own bias cancels in the ratio).
 
 ``block_attention`` dispatches through :func:`paperworks.dispatch`: the Triton kernel when triton is
 importable and CUDA is present (or ``TRITON_INTERPRET=1``), :func:`block_attention_ref` otherwise.
@@ -41,26 +44,29 @@ def _ref_chunk(q, k, v, bias, scale):
         if bias is not None else torch.bmm(q, k.transpose(-1, -2)).mul_(scale)
     if not (torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v) + ((bias,) if bias is not None else ()))):
         # inference: shift in place, one exp, normalise in place (H is shift-invariant: H = lse' - <p, s'>)
-        s.sub_(s.amax(-1, keepdim=True))
+        mx = s.amax(-1, keepdim=True)
+        s.sub_(mx)
         p = torch.exp(s)
         z = p.sum(-1, keepdim=True)
         p.div_(z)
         if bias is not None:
             s.nan_to_num_(neginf=0.0)
-        return p @ v, z.squeeze(-1).log_() - (p * s).sum(-1)
+        logz = z.squeeze(-1).log_()
+        return p @ v, logz - (p * s).sum(-1), logz + mx.squeeze(-1)
     lse = torch.logsumexp(s, dim=-1)
     p = torch.exp(s - lse[..., None])
     if bias is not None:
         s = torch.where(torch.isfinite(s), s, torch.zeros((), dtype=s.dtype, device=s.device))
     ent = lse - (p * s).sum(-1)
-    return p @ v, ent
+    return p @ v, ent, lse
 
 
 def block_attention_ref(q, k, v, bias=None, scale: float = 1.0, *, max_scores: int = 1 << 22):
     """Plain-torch reference. q (B, M, D), k (B, N, D), v (B, N, E), bias (B, N) or None.
 
-    Returns ``(o, ent)``: o (B, M, E) and the row entropies ent (B, M). The batch is processed in
-    slices of at most ``max_scores`` logits so that large calls stay in reused memory.
+    Returns ``(o, ent, lse)``: o (B, M, E), the row entropies ent (B, M) and the row log-normalisers
+    lse (B, M). The batch is processed in slices of at most ``max_scores`` logits so that large calls
+    stay in reused memory.
     """
     _check(q, k, v, bias)
     step = max(1, max_scores // max(1, q.shape[1] * k.shape[1]))
@@ -68,7 +74,7 @@ def block_attention_ref(q, k, v, bias=None, scale: float = 1.0, *, max_scores: i
         return _ref_chunk(q, k, v, bias, scale)
     outs = [_ref_chunk(q[i:i + step], k[i:i + step], v[i:i + step], None if bias is None else bias[i:i + step], scale)
             for i in range(0, q.shape[0], step)]
-    return torch.cat([o for o, _ in outs]), torch.cat([e for _, e in outs])
+    return tuple(torch.cat(parts) for parts in zip(*outs))
 
 
 # ---------------------------------------------------------------- Triton
@@ -107,18 +113,19 @@ class _BlockAttention(torch.autograd.Function):
                                               HAS_BIAS=bias is not None, **cfg)
         ctx.save_for_backward(q, k, v, b, lse, ent)
         ctx.has_bias, ctx.scale, ctx.dtype = bias is not None, float(scale), dtype
-        return o.to(dtype), ent.to(dtype)
+        return o.to(dtype), ent.to(dtype), lse.to(dtype, copy=True)
 
     @staticmethod
-    def backward(ctx, do, dent):
+    def backward(ctx, do, dent, dlse):
         triton, _, bwd = _kernels(os.environ.get("TRITON_INTERPRET", ""))
         q, k, v, b, lse, ent = ctx.saved_tensors
         do = torch.zeros_like(q[..., :1].expand(-1, -1, v.shape[2])) if do is None else do.float().contiguous()
         dent = torch.zeros_like(lse) if dent is None else dent.float().contiguous()
+        dlse = torch.zeros_like(lse) if dlse is None else dlse.float().contiguous()
         M, N, D, E, cfg = _launch_cfg(q, k, v)
         dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
         db = torch.empty(k.shape[0], N, device=q.device, dtype=torch.float32)
-        bwd[(q.shape[0],)](q, k, v, b, lse, ent, do, dent, dq, dk, dv, db, M, N, D, E, ctx.scale,
+        bwd[(q.shape[0],)](q, k, v, b, lse, ent, do, dent, dlse, dq, dk, dv, db, M, N, D, E, ctx.scale,
                            HAS_BIAS=ctx.has_bias, **cfg)
         t = ctx.dtype
         return dq.to(t), dk.to(t), dv.to(t), (db.to(t) if ctx.has_bias else None), None
@@ -126,9 +133,10 @@ class _BlockAttention(torch.autograd.Function):
 
 @dispatch(reference=block_attention_ref)
 def block_attention(q, k, v, bias=None, scale: float = 1.0):
-    """Batched softmax attention with a key bias and row entropies (Triton forward and backward).
+    """Batched softmax attention with a key bias, row entropies and log-normalisers (Triton forward
+    and backward, differentiable in all three outputs).
 
-    Shapes as :func:`block_attention_ref`. Rows whose bias is ``-inf`` everywhere are not allowed.
+    Shapes and outputs as :func:`block_attention_ref`. Rows whose bias is ``-inf`` everywhere are not allowed.
     """
     _check(q, k, v, bias)
     if bias is not None:

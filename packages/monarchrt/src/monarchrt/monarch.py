@@ -191,41 +191,46 @@ def _check_qkv(q, k, v, N=None):
 def _iterate(Qc, Kb, Vb, allowed, num_iters, scale, attend, keep=False):
     """Alternating maximisation. Qc (B,G,C,S,d); Kb, Vb (B,m,b,d); allowed (G,m).
 
+    Every round is two calls of the ``attend`` primitive (R-step, then L-step), plus one transposed
+    call from the second round on (the R-step's aggregated queries); the kernel runs all of them.
     Returns the output in class layout (B,G,C,S,e) and, with ``keep``, the factors and objectives.
     """
     B, G, C, S, d = Qc.shape
     m, b, e = Kb.shape[1], Kb.shape[2], Vb.shape[-1]
     mask = torch.zeros(G, m, dtype=Qc.dtype, device=Qc.device).masked_fill(~allowed, float("-inf"))
-    L = torch.softmax(mask, -1)[None, :, None, None, :].expand(B, G, C, S, m)
     KV = torch.cat([Kb, Vb], -1).reshape(B * m, b, d + e)
+    flat = lambda x: rearrange(x, "b g c n d -> (b g c) n d")  # noqa: E731
+    Qf = flat(Qc)
+    Kt = lse = None  # set by the first round
     history = []
     for it in range(num_iters):
+        # aggregated queries Q̃[k, c] = Σ_s L[s,k] Q_s / Σ_s L[s,k]
+        if it == 0:  # L uniform over the allowed blocks: the class mean (any value where L = 0)
+            Qt = Qc.mean(-2, keepdim=True).expand(B, G, C, m, d)
+        else:  # = softmax_s(scale · K̃_k · Q_s − lse_s) Q_s: the primitive with the roles swapped
+            qt, _, _ = attend(flat(Kt), Qf, Qf, -lse, scale)
+            Qt = rearrange(qt, "(b g c) m d -> b g c m d", b=B, g=G)
         # R-step: one aggregated query per (block, class)
-        w = L.sum(-2)  # (B,G,C,m)
-        Qt = torch.einsum("bgcsm,bgcsd->bgcmd", L, Qc) / w.clamp_min(1e-30)[..., None]
         qr = rearrange(Qt, "b g c m d -> (b m) (g c) d")
-        o, ent = attend(qr, KV[..., :d], KV, None, scale)
+        o, ent, _ = attend(qr, KV[..., :d], KV, None, scale)
         o = rearrange(o, "(b m) (g c) e -> b g c m e", b=B, g=G)
         Kt, Vt = o[..., :d], o[..., d:]
         HR = rearrange(ent, "(b m) (g c) -> b g c m", b=B, g=G)
         bias = HR + mask[None, :, None, :]
-        last = it == num_iters - 1
-        if keep or not last:
+        # L-step: every query against the block summaries (output, and lse for the next round)
+        out, _, lse = attend(Qf, flat(Kt), flat(Vt), rearrange(bias, "b g c m -> (b g c) m"), scale)
+        if keep:
             logits = scale * torch.einsum("bgcsd,bgcmd->bgcsm", Qc, Kt) + bias[..., None, :]
             L = torch.softmax(logits, -1)
-        if keep:
-            Rl = scale * torch.einsum("bgcmd,bmid->bgcmi", Qt, Kb)
-            R = torch.softmax(Rl, -1)
+            R = torch.softmax(scale * torch.einsum("bgcmd,bmid->bgcmi", Qt, Kb), -1)
             ent_L = torch.special.entr(L).sum(-1)  # H(L_q)
             obj = (L * (scale * torch.einsum("bgcsd,bgcmd->bgcsm", Qc, Kt) + HR[..., None, :]))
             obj = obj.sum((-1, -2, -3, -4)) + ent_L.sum((-1, -2, -3))
             history.append(obj)
+    out = rearrange(out, "(b g c) s d -> b g c s d", b=B, g=G)
     if keep:
-        out = torch.einsum("bgcsm,bgcmd->bgcsd", L, Vt)
         return out, dict(L=L, R=R, objective=torch.stack(history, -1))
-    out, _ = attend(rearrange(Qc, "b g c s d -> (b g c) s d"), rearrange(Kt, "b g c m d -> (b g c) m d"),
-                    rearrange(Vt, "b g c m d -> (b g c) m d"), rearrange(bias, "b g c m -> (b g c) m"), scale)
-    return rearrange(out, "(b g c) s d -> b g c s d", b=B, g=G), None
+    return out, None
 
 
 def _flatten(q, k, v):

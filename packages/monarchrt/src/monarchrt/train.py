@@ -47,6 +47,22 @@ def setup_distributed() -> bool:
     return True
 
 
+def global_batch(data, batch: int, generator):
+    """The step's global batch (videos, per-frame noise levels, noise), the same on every rank."""
+    idx = torch.randint(0, data.shape[0], (batch,), generator=generator)
+    t = torch.rand(batch, data.shape[1], generator=generator)
+    eps = torch.randn(data[idx].shape, generator=generator)
+    return data[idx], t, eps
+
+
+def shard(batch: int, rank: int, size: int) -> slice:
+    """This rank's contiguous slice of the global batch (equal sizes, so DDP's mean of the ranks'
+    mean gradients is the gradient of the global mean loss)."""
+    if batch % size:
+        raise ValueError(f"batch={batch} must be divisible by the world size {size}")
+    return slice(rank * batch // size, (rank + 1) * batch // size)
+
+
 def _save(path: Path, state: dict) -> None:
     tmp = path.with_name(path.name + ".tmp")
     torch.save(state, tmp)
@@ -62,8 +78,7 @@ def train(model, data, attn, steps: int, *, batch: int, lr: float, seed: int, ck
     holds the global mean loss of every step run in this call.
     """
     rank, size = world()
-    if batch % size:
-        raise ValueError(f"batch={batch} must be divisible by the world size {size}")
+    mine = shard(batch, rank, size)
     net = torch.nn.parallel.DistributedDataParallel(model) if size > 1 else model
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     g = torch.Generator().manual_seed(seed)
@@ -76,14 +91,10 @@ def train(model, data, attn, steps: int, *, batch: int, lr: float, seed: int, ck
         start = int(st["step"])
         if rank == 0:
             log.info("%s: resumed from %s at step %d", tag, ckpt, start)
-    mine = slice(rank * batch // size, (rank + 1) * batch // size)
     history = []
     for step in tqdm(range(start, steps), desc=tag, disable=None if rank == 0 else True):
-        # the global batch, identical on every rank; each rank keeps its slice
-        idx = torch.randint(0, data.shape[0], (batch,), generator=g)
-        t = torch.rand(batch, data.shape[1], generator=g)
-        eps = torch.randn(data[idx].shape, generator=g)
-        loss = flow_matching_terms(net, data[idx][mine], t[mine], eps[mine], attn).mean()
+        x0, t, eps = global_batch(data, batch, g)
+        loss = flow_matching_terms(net, x0[mine], t[mine], eps[mine], attn).mean()
         opt.zero_grad()
         loss.backward()  # DDP: gradients averaged over ranks
         value = loss.detach().clone()
