@@ -66,14 +66,23 @@ def _ld(logits: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 # probes -------------------------------------------------------------------------------------
 
 def probe_modules(model, data: PromptSet, *, modules: Sequence[str] | None = None, train_frac: float = 0.7,
-                  control: bool = True, seed: int = 0, max_iter: int = 300, C: float = 1.0) -> dict:
-    """Linear answer probes on the residual stream after each module, scored on held-out facts.
+                  control: bool = True, seed: int = 0, max_iter: int = 300, C: float = 1.0, labels=None,
+                  split: str = "prompt", position: int = -1) -> dict:
+    """Linear probes on the residual stream after each module, scored on held-out facts.
 
     The facts (prompts) are split into disjoint train/test sets; a logistic-regression probe is fitted
     on the train facts' last-position residuals and scored only on the test facts. With ``control``
     a Hewitt-Liang control task is probed too: a fixed random label per *subject* (seen subjects
     recur across the split, so the control is learnable by decoding the subject); ``selectivity =
     accuracy - control accuracy``.
+
+    Args:
+        labels: ``(N,)`` what to decode (default: the answer tokens), e.g. ``data.bridges`` for the
+            bridge entity of two-hop prompts.
+        split: ``"prompt"`` (a random split of prompts) or ``"subject"`` (test prompts have subjects
+            the probe never saw -- needed when the label is a function of the subject, as a bridge
+            entity is; the control task is then not learnable and is skipped).
+        position: the token position whose residual is probed (default: the last).
 
     Returns ``{"accuracy": {m: .}, "train_accuracy": {m: .}, "control": {m: .}, "selectivity": {m: .},
     "train_index", "test_index"}``.
@@ -85,15 +94,26 @@ def probe_modules(model, data: PromptSet, *, modules: Sequence[str] | None = Non
     for m in modules:
         if "." in acc.check_site(m) or m == "emb":
             raise ValueError(f"modules: {m!r} is not a module (attn<i>/mlp<i>)")
+    if split not in ("prompt", "subject"):
+        raise ValueError(f"split must be 'prompt' or 'subject', got {split!r}")
+    y = data.answer_ids.numpy() if labels is None else np.asarray(labels)
+    if y.shape != (len(data),):
+        raise ValueError(f"labels must have shape ({len(data)},), got {y.shape}")
     rng = np.random.default_rng(seed)
-    perm = rng.permutation(len(data))
-    n_tr = int(round(train_frac * len(data)))
-    tr, te = np.sort(perm[:n_tr]), np.sort(perm[n_tr:])
+    groups = data.subjects if data.subjects is not None else data.input_ids[:, 0].numpy()
+    if split == "subject":
+        uniq = rng.permutation(np.unique(groups))
+        train_groups = uniq[:int(round(train_frac * len(uniq)))]
+        is_tr = np.isin(groups, train_groups)
+        tr, te = np.flatnonzero(is_tr), np.flatnonzero(~is_tr)
+        control = False
+    else:
+        perm = rng.permutation(len(data))
+        n_tr = int(round(train_frac * len(data)))
+        tr, te = np.sort(perm[:n_tr]), np.sort(perm[n_tr:])
     if not len(tr) or not len(te):
         raise ValueError(f"data: {len(data)} prompts are too few to split into train and test facts")
     _, cache = acc.run(data.input_ids, cache=["emb", *acc.modules])
-    y = data.answer_ids.numpy()
-    groups = data.subjects if data.subjects is not None else data.input_ids[:, 0].numpy()
     ctrl_map = {g: int(rng.integers(0, max(2, len(np.unique(y))))) for g in np.unique(groups)}
     y_ctrl = np.array([ctrl_map[g] for g in groups])
     out = {"accuracy": {}, "train_accuracy": {}, "control": {}, "selectivity": {},
@@ -107,7 +127,7 @@ def probe_modules(model, data: PromptSet, *, modules: Sequence[str] | None = Non
         return float(clf.score(X[te], labels[te])), float(clf.score(X[tr], labels[tr]))
 
     for m in modules:
-        X = residual_after(cache, acc, m)[:, -1].float().cpu().numpy()
+        X = residual_after(cache, acc, m)[:, position].float().cpu().numpy()
         out["accuracy"][m], out["train_accuracy"][m] = fit_score(X, y)
         if control:
             out["control"][m] = fit_score(X, y_ctrl)[0]
@@ -248,6 +268,19 @@ def chain_hypothesis(model) -> list[tuple[str, str]]:
     """The chain ``emb -> attn0 -> mlp0 -> mlp1 -> ... -> logits`` (the paper's Attn -> MLP1 -> MLP2)."""
     acc = _access(model)
     path = ["emb", "attn0", *[f"mlp{i}" for i in range(len(acc.blocks))], "logits"]
+    return list(zip(path[:-1], path[1:]))
+
+
+def two_step_hypothesis(model, *, first: int = 0, second: int | None = None) -> list[tuple[str, str]]:
+    """The two-step chain of two-hop recall: hop 1 in block ``first`` (``attn`` gathers subject and
+    bridge relation, ``mlp`` looks up the bridge entity), hop 2 in block ``second`` (default: the last;
+    ``attn`` moves the bridge to the final position, ``mlp`` looks up its attribute):
+    ``emb -> attn{first} -> mlp{first} -> attn{second} -> mlp{second} -> logits``."""
+    acc = _access(model)
+    second = len(acc.blocks) - 1 if second is None else second
+    if not 0 <= first < second < len(acc.blocks):
+        raise ValueError(f"need 0 <= first < second < {len(acc.blocks)} blocks, got first={first}, second={second}")
+    path = ["emb", f"attn{first}", f"mlp{first}", f"attn{second}", f"mlp{second}", "logits"]
     return list(zip(path[:-1], path[1:]))
 
 

@@ -10,6 +10,14 @@ Motifs (the correlation axis; inferred from the paper's abstract -- its generato
 - ``answer``: answers drawn from a low-entropy (Zipf, exponent ``zipf``) answer distribution.
 
 ``subject_cluster`` and ``zipf`` can be combined (``motif="joint"``) for the compression sweep.
+
+Two-hop compositions (``n_bridges > 0``): bridge relations ``b0, b1, ...`` map every subject to
+another subject, the *bridge entity* ``t = bridge[s, j]``, whose answer is that subject itself, i.e.
+its two part tokens (the one-hop bridge fact ``sa sb bj -> ta tb`` is trained as two next-token
+targets). A two-hop prompt ``sa sb bj rk`` asks relation ``rk`` of the bridge entity:
+``answer = answers[bridge[s, j], k]``. A fraction ``holdout`` of the compositions is held out of
+training (every held-out composition's two one-hop facts *are* trained), so composition can be
+tested. This extension is our construction; the paper's two-hop setup is not public.
 """
 
 from __future__ import annotations
@@ -47,14 +55,24 @@ class FactWorld:
     cluster: int = 8
     zipf: float = 1.5
     seed: int = 0
+    n_bridges: int = 0
+    holdout: float = 0.25
     answers: np.ndarray = field(init=False, repr=False)
     subject_parts: np.ndarray = field(init=False, repr=False)
+    bridge: np.ndarray = field(init=False, repr=False)
+    heldout_mask: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self):
         for k in ("n_subjects", "n_relations", "n_answers", "cluster"):
             v = getattr(self, k)
             if not isinstance(v, (int, np.integer)) or v < 1:
                 raise ValueError(f"{k} must be a positive integer, got {v!r}")
+        if not isinstance(self.n_bridges, (int, np.integer)) or self.n_bridges < 0:
+            raise ValueError(f"n_bridges must be a non-negative integer, got {self.n_bridges!r}")
+        if not 0 <= self.holdout < 1:
+            raise ValueError(f"holdout must be in [0, 1), got {self.holdout!r}")
+        if self.n_bridges and self.n_subjects < 2:
+            raise ValueError("two-hop worlds need n_subjects >= 2")
         if self.n_answers < 2:
             raise ValueError(f"n_answers must be >= 2, got {self.n_answers}")
         if self.motif not in MOTIFS:
@@ -82,6 +100,15 @@ class FactWorld:
         else:
             self.answers = rng.choice(A, size=(S, R), p=p)
         self.answers = np.ascontiguousarray(self.answers, dtype=np.int64)
+        # two-hop: bridge[s, j] is another subject; a held-out mask over compositions (s, j, k).
+        # Drawn from a separate stream so adding bridges leaves the one-hop facts unchanged.
+        hop = np.random.default_rng([self.seed, 2])
+        shift = hop.integers(1, S, size=(S, self.n_bridges)) if S > 1 else np.zeros((S, 0), dtype=np.int64)
+        self.bridge = (np.arange(S)[:, None] + shift) % S  # never the subject itself
+        n_comp = S * self.n_bridges * R
+        mask = np.zeros(n_comp, dtype=bool)
+        mask[hop.permutation(n_comp)[:int(round(self.holdout * n_comp))]] = True
+        self.heldout_mask = mask.reshape(S, self.n_bridges, R)
 
     def answer_distribution(self) -> np.ndarray:
         """The marginal answer distribution the generator draws from."""
@@ -100,14 +127,33 @@ class FactWorld:
         s, r = np.meshgrid(np.arange(self.n_subjects), np.arange(self.n_relations), indexing="ij")
         return np.stack([s.ravel(), r.ravel(), self.answers.ravel()], axis=1)
 
+    def two_hop_facts(self, split: str = "all") -> np.ndarray:
+        """``(N, 5)`` rows ``(subject, bridge relation j, relation k, bridge entity t, answer)`` with
+        ``t = bridge[subject, j]`` and ``answer = answers[t, k]``; ``split``: all, train or heldout."""
+        if split not in ("all", "train", "heldout"):
+            raise ValueError(f"split must be 'all', 'train' or 'heldout', got {split!r}")
+        if not self.n_bridges:
+            raise ValueError("this world has no two-hop facts (n_bridges=0)")
+        s, j, k = np.meshgrid(np.arange(self.n_subjects), np.arange(self.n_bridges), np.arange(self.n_relations),
+                              indexing="ij")
+        s, j, k = s.ravel(), j.ravel(), k.ravel()
+        t = self.bridge[s, j]
+        rows = np.stack([s, j, k, t, self.answers[t, k]], axis=1)
+        held = self.heldout_mask.ravel()
+        return rows if split == "all" else rows[held] if split == "heldout" else rows[~held]
+
     # tokens -------------------------------------------------------------------------------
     def vocab(self) -> list[str]:
         return (["<pad>", "<unk>"] + [f"sa{i}" for i in range(self._pool)] + [f"sb{i}" for i in range(self._pool)]
-                + [f"r{i}" for i in range(self.n_relations)] + [f"a{i}" for i in range(self.n_answers)])
+                + [f"r{i}" for i in range(self.n_relations)] + [f"a{i}" for i in range(self.n_answers)]
+                + [f"b{j}" for j in range(self.n_bridges)])
+
+    def subject_text(self, s: int) -> str:
+        a, b = self.subject_parts[s]
+        return f"sa{a} sb{b}"
 
     def prompt(self, s: int, r: int) -> str:
-        a, b = self.subject_parts[s]
-        return f"sa{a} sb{b} r{r}"
+        return f"{self.subject_text(s)} r{r}"
 
     def tokenizer(self) -> PreTrainedTokenizerFast:
         """A word-level ``transformers`` tokenizer over this world's vocabulary (built locally)."""
@@ -120,6 +166,41 @@ class FactWorld:
                                     [f"a{a}" for a in facts[:, 2]])
         ps.subjects, ps.relations = facts[:, 0].copy(), facts[:, 1].copy()
         return ps
+
+    def two_hop_prompt_set(self, tokenizer, split: str = "all") -> PromptSet:
+        """Prompts ``sa sb bj rk`` -> ``a{answers[bridge[s, j], k]}``; ``relations`` holds the pair id
+        ``j * n_relations + k`` (counterfactuals then share both relations), ``bridges`` the entity ``t``."""
+        f = self.two_hop_facts(split)
+        if not len(f):
+            raise ValueError(f"split {split!r} has no two-hop facts")
+        ps = PromptSet.from_strings(tokenizer, [f"{self.subject_text(s)} b{j} r{k}" for s, j, k, _, _ in f],
+                                    [f"a{a}" for a in f[:, 4]])
+        ps.subjects, ps.relations = f[:, 0].copy(), f[:, 1] * self.n_relations + f[:, 2]
+        ps.bridges = f[:, 3].copy()
+        return ps
+
+    def bridge_prompt_sets(self, tokenizer) -> list[PromptSet]:
+        """The one-hop bridge facts as two next-token sets: ``sa sb bj -> ta`` and ``sa sb bj ta -> tb``."""
+        if not self.n_bridges:
+            raise ValueError("this world has no bridge relations (n_bridges=0)")
+        s, j = (x.ravel() for x in np.meshgrid(np.arange(self.n_subjects), np.arange(self.n_bridges), indexing="ij"))
+        t = self.bridge[s, j]
+        heads = [f"{self.subject_text(a)} b{b}" for a, b in zip(s, j)]
+        ta, tb = self.subject_parts[t, 0], self.subject_parts[t, 1]
+        first = PromptSet.from_strings(tokenizer, heads, [f"sa{x}" for x in ta])
+        second = PromptSet.from_strings(tokenizer, [f"{h} sa{x}" for h, x in zip(heads, ta)], [f"sb{x}" for x in tb])
+        for ps in (first, second):
+            ps.subjects, ps.relations, ps.bridges = s.copy(), j.copy(), t.copy()
+        return [first, second]
+
+    def training_sets(self, tokenizer) -> dict[str, PromptSet]:
+        """Everything a recall model is trained on: the one-hop facts, and with bridges the bridge facts
+        (two next-token sets) and the *training* compositions -- never a held-out composition."""
+        sets = {"one_hop": self.prompt_set(tokenizer)}
+        if self.n_bridges:
+            sets["bridge_first"], sets["bridge_second"] = self.bridge_prompt_sets(tokenizer)
+            sets["two_hop"] = self.two_hop_prompt_set(tokenizer, "train")
+        return sets
 
 
 def word_tokenizer(vocab: Sequence[str]) -> PreTrainedTokenizerFast:
@@ -138,12 +219,14 @@ class PromptSet:
         input_ids: ``(N, T)`` LongTensor.
         answer_ids: ``(N,)`` LongTensor, the token each prompt should be followed by.
         subjects, relations: optional ``(N,)`` integer labels (used by controls and counterfactuals).
+        bridges: optional ``(N,)`` bridge-entity labels of two-hop prompts (what a bridge probe decodes).
     """
 
     input_ids: torch.Tensor
     answer_ids: torch.Tensor
     subjects: np.ndarray | None = None
     relations: np.ndarray | None = None
+    bridges: np.ndarray | None = None
 
     def __post_init__(self):
         if not isinstance(self.input_ids, torch.Tensor) or self.input_ids.dim() != 2:
@@ -159,9 +242,9 @@ class PromptSet:
 
     def subset(self, idx) -> PromptSet:
         idx = np.asarray(idx)
+        pick = (lambda x: None if x is None else x[idx])  # noqa: E731
         return PromptSet(self.input_ids[torch.as_tensor(idx)], self.answer_ids[torch.as_tensor(idx)],
-                         None if self.subjects is None else self.subjects[idx],
-                         None if self.relations is None else self.relations[idx])
+                         pick(self.subjects), pick(self.relations), pick(self.bridges))
 
     @classmethod
     def from_strings(cls, tokenizer, prompts: Sequence[str], answers: Sequence[str]) -> PromptSet:

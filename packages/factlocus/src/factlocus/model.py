@@ -68,10 +68,14 @@ def train_recall_model(world: FactWorld, *, width: int = 64, layers: int = 2, he
                        target: float = 0.999, check_every: int = 100, seed: int = 0, device: str = "cpu"):
     """Train a tiny causal LM to recall every fact of ``world``; returns ``(model, tokenizer, info)``.
 
-    The loss is the cross-entropy of the answer token at the last prompt position; training stops once
-    recall accuracy on all facts reaches ``target`` or after ``steps`` AdamW steps (cosine schedule).
-    ``info`` holds ``steps``, ``recall``, ``params`` and the capacity load ``lambda``. ``device``: where
-    to train (``"cpu"``, ``"cuda"``, ``"auto"``); the model is returned there.
+    The loss is the cross-entropy of the answer token at the last prompt position, over every set of
+    :meth:`FactWorld.training_sets` (the one-hop facts; with bridges also the bridge facts and the
+    training compositions -- each step draws ``batch`` prompts spread over the sets in proportion to
+    their sizes). Training stops once recall on *every* training set reaches ``target`` or after
+    ``steps`` AdamW steps (cosine schedule). ``info`` holds ``steps``, ``recall`` (one-hop facts),
+    ``recall_sets`` (per training set), ``params``, the capacity load ``lambda`` of the one-hop facts
+    and, for two-hop worlds, ``two_hop_heldout`` (top-1 accuracy on the held-out compositions, which
+    training never saw). ``device``: where to train (``"cpu"``, ``"cuda"``, ``"auto"``).
     """
     from paperworks import resolve_device
 
@@ -80,21 +84,27 @@ def train_recall_model(world: FactWorld, *, width: int = 64, layers: int = 2, he
     if steps < 1 or batch < 1:
         raise ValueError(f"steps and batch must be >= 1, got steps={steps}, batch={batch}")
     tok = world.tokenizer()
-    data = world.prompt_set(tok)
-    model = build_model(len(tok), width=width, layers=layers, heads=heads, arch=arch, kv_heads=kv_heads, seed=seed)
+    sets = world.training_sets(tok)
+    n_ctx = max(8, *(ps.input_ids.shape[1] for ps in sets.values()))
+    model = build_model(len(tok), width=width, layers=layers, heads=heads, arch=arch, kv_heads=kv_heads,
+                        n_ctx=n_ctx, seed=seed)
     dev = torch.device(resolve_device(device))
     model.to(dev).train()
-    ids_all, ans_all = data.input_ids.to(dev), data.answer_ids.to(dev)
+    tensors = {k: (ps.input_ids.to(dev), ps.answer_ids.to(dev)) for k, ps in sets.items()}
+    sizes = {k: len(ps) for k, ps in sets.items()}
+    total = sum(sizes.values())
+    per_set = {k: max(1, round(min(batch, total) * n / total)) for k, n in sizes.items()}
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0, betas=(0.9, 0.98))
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda t: min(1.0, (t + 1) / 50) * 0.5 * (1 + math.cos(math.pi * t / steps)))
     gen = torch.Generator().manual_seed(seed)
-    n = len(data)
-    recall, done = 0.0, 0
+    recalls, done = {k: 0.0 for k in sets}, 0
     for step in range(steps):
-        idx = torch.randint(0, n, (min(batch, n),), generator=gen)
-        idx = idx.to(dev)
-        logits = model(input_ids=ids_all[idx]).logits[:, -1]
-        loss = nn.functional.cross_entropy(logits, ans_all[idx])
+        loss = 0.0
+        for k, (ids, ans) in tensors.items():
+            idx = torch.randint(0, sizes[k], (per_set[k],), generator=gen).to(dev)
+            logits = _last_logits(model, ids[idx])
+            loss = loss + nn.functional.cross_entropy(logits, ans[idx], reduction="sum")
+        loss = loss / sum(per_set.values())
         if not torch.isfinite(loss):
             raise FloatingPointError(f"training diverged at step {step} (loss {loss.item()})")
         opt.zero_grad(set_to_none=True)
@@ -104,19 +114,29 @@ def train_recall_model(world: FactWorld, *, width: int = 64, layers: int = 2, he
         done = step + 1
         if done % check_every == 0 or done == steps:
             model.eval()
-            recall = recall_accuracy(model, data)
+            recalls = {k: recall_accuracy(model, ps) for k, ps in sets.items()}
             model.train()
-            if recall >= target:
+            if min(recalls.values()) >= target:
                 break
     model.eval()
     from factlocus.capacity import capacity_load
 
     params = count_parameters(model)
-    info = {"steps": done, "recall": recall, "params": params,
+    info = {"steps": done, "recall": recalls["one_hop"], "recall_sets": recalls, "params": params,
             "lambda": capacity_load(world.n_facts, world.n_answers, params)}
-    log.info("trained %s d=%d: recall %.4f after %d steps (lambda=%.3f)", world.motif, width, recall, done,
-             info["lambda"])
+    if world.n_bridges and world.holdout > 0:
+        info["two_hop_heldout"] = recall_accuracy(model, world.two_hop_prompt_set(tok, "heldout"))
+    log.info("trained %s d=%d: recall %s after %d steps (lambda=%.3f)", world.motif, width,
+             {k: round(v, 4) for k, v in recalls.items()}, done, info["lambda"])
     return model, tok, info
+
+
+def _last_logits(model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
+    """Next-token logits at the last position (only that position goes through the LM head)."""
+    try:
+        return model(input_ids=ids, logits_to_keep=1).logits[:, -1]
+    except TypeError:  # models without logits_to_keep
+        return model(input_ids=ids).logits[:, -1]
 
 
 @torch.no_grad()

@@ -39,3 +39,23 @@ def plot_edges(rows, profs, path):
     ax.set_yticks(range(len(motifs)), motifs)
     fig.colorbar(im, ax=ax, label="logit-diff recovery")
     return savefig(fig, path)
+
+
+def plot_two_hop(rows, path):
+    """Two-hop models: bridge-entity decodability (held-out subjects) and patching recovery on two-hop
+    vs one-hop prompts, per module (mean over motifs and seeds)."""
+    plt = use_style()
+    mods = [k[len("hop_patch_"):] for k in rows[0] if k.startswith("hop_patch_") and k != "hop_patch_argmax"]
+    x = np.arange(len(mods))
+    fig, axes = plt.subplots(1, 2, figsize=(8, 3))
+    for key, lab in (("bridge_bpos_", "bridge @ bridge-relation pos."), ("bridge_last_", "bridge @ last pos."),
+                     ("hop_probe_", "answer @ last pos.")):
+        axes[0].plot(x, [np.mean([r[key + m] for r in rows]) for m in mods], marker="o", label=lab)
+    axes[0].set_title("held-out probe accuracy (two-hop)")
+    for off, key, lab in ((-0.2, "patch_", "one-hop prompts"), (0.2, "hop_patch_", "two-hop prompts")):
+        axes[1].bar(x + off, [np.mean([r[key + m] for r in rows]) for m in mods], 0.4, label=lab)
+    axes[1].set_title("patching recovery")
+    for ax in axes:
+        ax.set_xticks(x, mods)
+        ax.legend(fontsize=7)
+    return savefig(fig, path)
