@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 import torch
 from factlocus import ModelAccess, build_model
@@ -59,3 +60,33 @@ def test_bad_inputs(world, llama_gqa):
     gpt2 = ModelAccess(build_model(len(world.tokenizer()), width=16, heads=2))
     with pytest.raises(ValueError, match="fused"):
         gpt2.run(data.input_ids, cache=["attn0.k"])
+
+
+@pytest.mark.parametrize("parallel", [True, False])
+def test_gpt_neox_sites_and_parallel_residual_edges(parallel):
+    from factlocus import all_edges, causal_scrub, chain_hypothesis, path_patch
+    from factlocus.data import PromptSet
+    from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
+
+    torch.manual_seed(0)
+    cfg = GPTNeoXConfig(vocab_size=40, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=64, max_position_embeddings=16, use_parallel_residual=parallel)
+    model = GPTNeoXForCausalLM(cfg).eval()
+    acc = ModelAccess(model)
+    assert acc.modules == ["attn0", "mlp0", "attn1", "mlp1"] and acc.parallel_residual == parallel
+    ids = torch.randint(0, 40, (12, 5))
+    logits, cache = acc.run(ids, cache=acc.senders, last_only=False)
+    ref = model.get_output_embeddings()(model.gpt_neox.final_layer_norm(residual_after(cache, acc, "mlp1")))
+    torch.testing.assert_close(ref, logits, atol=1e-4, rtol=1e-4)
+    edges = all_edges(model)
+    assert (("attn0", "mlp0") in edges) != parallel and (("attn1", "mlp1") in edges) != parallel
+    if parallel:  # mlp0 reads the block input only: an edge attn0 -> mlp0 changes nothing, so it is refused
+        with pytest.raises(ValueError, match="does not read"):
+            path_patch(model, PromptSet(ids, torch.arange(12) % 40, np.arange(12), np.zeros(12, int)),
+                       edges=[("attn0", "mlp0")])
+    data = PromptSet(ids, torch.arange(12) % 40, np.arange(12), np.zeros(12, int))
+    out = causal_scrub(model, data, hypothesis=chain_hypothesis(model))
+    assert np.isfinite(out["loss_clean"])
+    # scrubbing nothing (every edge in the hypothesis) is the clean model
+    full = causal_scrub(model, data, hypothesis=edges)
+    assert full["loss_scrubbed"] == pytest.approx(full["loss_clean"], rel=1e-5)

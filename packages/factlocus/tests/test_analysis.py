@@ -119,3 +119,18 @@ def test_bad_inputs(planted, world):
     with pytest.raises(ValueError, match="context"):
         probe_modules(model, ps)
     assert len(tok) > 0
+
+
+def test_bridge_probe_splits_by_subject_and_two_step_hypothesis(planted, world):
+    from factlocus import two_step_hypothesis
+
+    _, model, data = planted
+    out = probe_modules(model, data, labels=data.subjects % 3, split="subject", seed=0, max_iter=50)
+    tr, te = out["train_index"], out["test_index"]
+    assert not set(data.subjects[tr]) & set(data.subjects[te]) and out["control"] == {}
+    assert two_step_hypothesis(model) == [("emb", "attn0"), ("attn0", "mlp0"), ("mlp0", "attn1"),
+                                          ("attn1", "mlp1"), ("mlp1", "logits")]
+    with pytest.raises(ValueError, match="labels"):
+        probe_modules(model, data, labels=[0, 1])
+    with pytest.raises(ValueError, match="first"):
+        two_step_hypothesis(model, first=1, second=1)

@@ -87,3 +87,55 @@ def test_counterfact_reader_skips_bad_rows(tmp_path):
     assert len(ps) == 2 and dropped == 0 and list(ps.relations) == [0, 0]
     with pytest.raises(ValueError, match="path"):
         read_counterfact(tmp_path / "missing.json")
+
+
+def test_two_hop_answer_is_the_composition_of_the_one_hop_facts():
+    w = FactWorld(n_subjects=24, n_relations=4, n_answers=8, motif="subject", cluster=4, n_bridges=2, seed=5)
+    f = w.two_hop_facts()
+    assert len(f) == 24 * 2 * 4
+    s, j, k, t, a = f.T
+    assert (t == w.bridge[s, j]).all() and (t != s).all()  # the bridge entity is another subject
+    # independent recomputation from the one-hop fact table
+    one = {(row[0], row[1]): row[2] for row in w.facts()}
+    assert all(a_ == one[(t_, k_)] for t_, k_, a_ in zip(t, k, a))
+    tok = w.tokenizer()
+    ps = w.two_hop_prompt_set(tok)
+    assert ps.input_ids.shape == (len(f), 4)
+    ids = tok.convert_tokens_to_ids
+    for i in (0, 17, len(f) - 1):
+        s_, j_, k_, t_, a_ = f[i]
+        pa, pb = w.subject_parts[s_]
+        assert ps.input_ids[i].tolist() == ids([f"sa{pa}", f"sb{pb}", f"b{j_}", f"r{k_}"])
+        assert ps.answer_ids[i] == ids(f"a{a_}") and ps.bridges[i] == t_
+    # the one-hop bridge facts answer with the bridge entity's own two subject tokens
+    first, second = w.bridge_prompt_sets(tok)
+    ta, tb = w.subject_parts[first.bridges].T
+    assert (first.answer_ids.numpy() == np.array(ids([f"sa{x}" for x in ta]))).all()
+    assert (second.answer_ids.numpy() == np.array(ids([f"sb{x}" for x in tb]))).all()
+    assert (second.input_ids[:, :3] == first.input_ids).all() and (second.input_ids[:, 3] == first.answer_ids).all()
+
+
+def test_held_out_compositions_are_never_trained():
+    w = FactWorld(n_subjects=32, n_relations=4, n_answers=8, n_bridges=2, holdout=0.25, seed=1)
+    tok = w.tokenizer()
+    held, train = w.two_hop_facts("heldout"), w.two_hop_facts("train")
+    assert len(held) == round(0.25 * 32 * 2 * 4) and len(held) + len(train) == 32 * 2 * 4
+    sets = w.training_sets(tok)
+    trained = {tuple(r) for ps in sets.values() for r in ps.input_ids.tolist()}
+    held_ps = w.two_hop_prompt_set(tok, "heldout")
+    assert not trained & {tuple(r) for r in held_ps.input_ids.tolist()}
+    # ... but both one-hop facts a held-out composition is made of are trained
+    one_hop = {tuple(r) for r in sets["one_hop"].input_ids.tolist()}
+    bridge = {tuple(r) for r in sets["bridge_first"].input_ids.tolist()}
+    for s, j, k, t, _ in held:
+        assert tuple(tok.convert_tokens_to_ids(w.prompt(t, k).split())) in one_hop
+        assert tuple(tok.convert_tokens_to_ids(f"{w.subject_text(s)} b{j}".split())) in bridge
+    # bridges do not change the one-hop world
+    plain = FactWorld(n_subjects=32, n_relations=4, n_answers=8, seed=1)
+    assert (plain.answers == w.answers).all() and (plain.subject_parts == w.subject_parts).all()
+    with pytest.raises(ValueError, match="n_bridges"):
+        plain.two_hop_facts()
+    with pytest.raises(ValueError, match="holdout"):
+        FactWorld(n_subjects=4, n_bridges=1, holdout=1.0)
+    with pytest.raises(ValueError, match="split"):
+        w.two_hop_facts("test")

@@ -23,3 +23,10 @@ def test_bad_arguments():
         train_recall_model(w, steps=0)
     with pytest.raises(ValueError, match="arch"):
         train_recall_model(w, arch="rnn", steps=1)
+
+
+def test_two_hop_training_reports_held_out_compositions():
+    w = FactWorld(n_subjects=8, n_relations=2, n_answers=4, n_bridges=1, seed=0)
+    _, _, info = train_recall_model(w, width=16, heads=2, steps=30, lr=0.02, batch=64, check_every=10)
+    assert set(info["recall_sets"]) == {"one_hop", "bridge_first", "bridge_second", "two_hop"}
+    assert 0.0 <= info["two_hop_heldout"] <= 1.0

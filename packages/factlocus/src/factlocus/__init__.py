@@ -14,6 +14,7 @@ from factlocus.analysis import (
     patch_modules_naive,
     path_patch,
     probe_modules,
+    two_step_hypothesis,
 )
 from factlocus.capacity import capacity_load, crossover
 from factlocus.data import (
@@ -46,5 +47,6 @@ __all__ = [
     "probe_modules",
     "read_counterfact",
     "train_recall_model",
+    "two_step_hypothesis",
 ]
 __version__ = "0.1.0"

@@ -15,8 +15,21 @@ final norm for the receiver ``logits``) -- the primitive of path patching. Only 
 boundaries the HF implementations already have are used, so the same code runs on any
 sequential-residual decoder (pre-norm blocks ``norm -> attn -> + -> norm -> mlp -> +``).
 
+Parallel-residual blocks (GPT-NeoX/Pythia with ``use_parallel_residual``, GPT-J, Phi: ``x + attn(ln1 x) +
+mlp(ln2 x)``) are detected (:attr:`ModelAccess.parallel_residual`): there ``mlp{i}`` does not read
+``attn{i}``, so :meth:`ModelAccess.is_edge` leaves that edge out of path patching and scrubbing.
+
 Module candidates are looked up by attribute name; models that keep the blocks elsewhere raise a
 ``TypeError`` naming what was looked for.
+
+Example (any HF causal LM; here Pythia, which needs the weights locally)::
+
+    model = AutoModelForCausalLM.from_pretrained("EleutherAI/pythia-1.4b")
+    acc = ModelAccess(model)
+    acc.modules                    # ['attn0', 'mlp0', ..., 'attn23', 'mlp23']
+    logits, cache = acc.run(ids, cache=["emb", "attn0", "mlp3"])           # cache module outputs
+    logits, _ = acc.run(ids, replace={"mlp3": (rows, values)})             # activation patching
+    logits, _ = acc.run(ids, add={"mlp5": [(rows, delta)]})                # one edge of path patching
 """
 
 from __future__ import annotations
@@ -37,6 +50,7 @@ _MLP = ("mlp", "feed_forward")
 _ATTN_NORM = ("ln_1", "input_layernorm")
 _MLP_NORM = ("ln_2", "post_attention_layernorm")
 _OUT_PROJ = ("o_proj", "c_proj", "dense", "out_proj")
+_PARALLEL_TYPES = ("gptj", "phi", "codegen")
 _SITE_RE = re.compile(r"^(emb|(attn|mlp)(\d+)(\.(q|k|v|z))?)$")
 
 
@@ -98,6 +112,9 @@ class ModelAccess:
         if self.final_norm is None:
             raise TypeError("model: no final norm found (looked for " + ", ".join(_FINAL_NORM_PATHS) + ")")
         cfg = getattr(model, "config", None)
+        self.parallel_residual = bool(getattr(cfg, "use_parallel_residual", False)
+                                      or getattr(cfg, "parallel_attn", False)
+                                      or getattr(cfg, "model_type", "") in _PARALLEL_TYPES)
         self.n_ctx = None
         for key in ("n_positions", "max_position_embeddings"):
             if cfg is not None and getattr(cfg, key, None):
@@ -129,6 +146,13 @@ class ModelAccess:
         if name == "logits":
             return len(self.modules) + 1
         return self.modules.index(self.check_site(name)) + 1
+
+    def is_edge(self, sender: str, receiver: str) -> bool:
+        """Whether ``receiver`` reads ``sender``'s output from the residual stream (forward order, and in
+        parallel-residual blocks not ``attn{i} -> mlp{i}``)."""
+        if self.order(sender) >= self.order(receiver):
+            return False
+        return not (self.parallel_residual and sender.startswith("attn") and receiver == f"mlp{sender[4:]}")
 
     def check_site(self, name: str) -> str:
         m = _SITE_RE.match(str(name))

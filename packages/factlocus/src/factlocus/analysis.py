@@ -206,9 +206,9 @@ def patch_modules_naive(model, data: PromptSet, *, counterfactual=None, modules=
 # path patching ------------------------------------------------------------------------------
 
 def all_edges(model) -> list[tuple[str, str]]:
-    """Every sender -> receiver pair in forward order (``emb``/modules -> later modules/``logits``)."""
+    """Every sender -> receiver pair that exists (``emb``/modules -> later modules/``logits``)."""
     acc = _access(model)
-    return [(u, v) for u in acc.senders for v in acc.receivers if acc.order(u) < acc.order(v)]
+    return [(u, v) for u in acc.senders for v in acc.receivers if acc.is_edge(u, v)]
 
 
 def _check_edges(acc: ModelAccess, edges) -> list[tuple[str, str]]:
@@ -224,6 +224,8 @@ def _check_edges(acc: ModelAccess, edges) -> list[tuple[str, str]]:
                     raise ValueError(f"edges: {name!r} is not a module, 'emb' or 'logits'")
         if u == "logits" or v == "emb" or acc.order(u) >= acc.order(v):
             raise ValueError(f"edges: {u!r} -> {v!r} does not go forward through the model")
+        if not acc.is_edge(u, v):
+            raise ValueError(f"edges: {v!r} does not read {u!r} (parallel-residual block)")
         out.append((u, v))
     return out
 
@@ -268,7 +270,10 @@ def chain_hypothesis(model) -> list[tuple[str, str]]:
     """The chain ``emb -> attn0 -> mlp0 -> mlp1 -> ... -> logits`` (the paper's Attn -> MLP1 -> MLP2)."""
     acc = _access(model)
     path = ["emb", "attn0", *[f"mlp{i}" for i in range(len(acc.blocks))], "logits"]
-    return list(zip(path[:-1], path[1:]))
+    edges = list(zip(path[:-1], path[1:]))
+    if acc.parallel_residual and len(acc.blocks) > 1:  # mlp0 does not read attn0: the chain goes attn0 -> mlp1
+        edges = [("emb", "attn0"), ("emb", "mlp0"), ("attn0", "mlp1"), *edges[2:]]
+    return edges
 
 
 def two_step_hypothesis(model, *, first: int = 0, second: int | None = None) -> list[tuple[str, str]]:
