@@ -34,3 +34,88 @@ def test_bad_sampling_args():
         m.sample(0)
     with pytest.raises(ValueError, match="process"):
         MolHIT(process="gaussian")
+
+
+BENZENES = ["Cc1ccccc1", "Oc1ccccc1", "CCc1ccccc1", "Nc1ccccc1", "Cc1ccccc1C", "OCc1ccccc1", "CC(=O)c1ccccc1",
+            "c1ccccc1"]
+
+
+def test_scaffold_inpainting_keeps_the_scaffold():
+    from rdkit import Chem
+
+    m = MolHIT(T=10, n_layers=1, d_model=32, d_edge=8, n_heads=2)
+    m.fit(BENZENES, steps=60, batch_size=16, lr=5e-3, log_every=0)
+    atoms, bonds = m.encoding.encode("c1ccccc1")
+    graphs = m.generate(48, scaffold="c1ccccc1", seed=0)
+    for a, b in graphs:  # the fixed part is exactly the scaffold, and something was added
+        assert len(a) > 6 and (a[:6] == atoms).all() and (b[:6, :6] == bonds).all()
+    valid = [s for s in m.decode(graphs) if s is not None]
+    pat = Chem.MolFromSmiles("c1ccccc1")
+    assert valid and all(Chem.MolFromSmiles(s).HasSubstructMatch(pat) for s in valid)
+    for a, b in m.generate(6, scaffold="c1ccccc1", resample=2, seed=1):  # RePaint resampling keeps it too
+        assert (a[:6] == atoms).all() and (b[:6, :6] == bonds).all()
+    with pytest.raises(ValueError, match="resample"):
+        m.sample(2, scaffold="c1ccccc1", resample=0)
+    with pytest.raises(ValueError, match="scaffold"):
+        m.sample(2, scaffold="c1ccccc1CCCCCCCC")  # no training molecule is larger
+    with pytest.raises(ValueError, match="scaffold"):
+        m.sample(2, scaffold="P1CCCC1")
+
+
+def _small(**kw):
+    return MolHIT(T=6, n_layers=1, d_model=16, d_edge=8, n_heads=2, **kw)
+
+
+def test_resume_equals_uninterrupted(tmp_path):
+    cond = torch.tensor([[i % 2, i % 3] for i in range(len(SMILES))])
+    kw = dict(batch_size=8, cond=cond, log_every=0, seed=3)
+    full = _small(cond_bins=(2, 3))
+    l_full = full.fit(SMILES, steps=16, **kw)
+    ck = tmp_path / "ck.pt"
+    first = _small(cond_bins=(2, 3))
+    first.fit(SMILES, steps=16, checkpoint=ck, checkpoint_every=4, time_limit=0.0, **kw)  # "killed" after 1 step
+    state = torch.load(ck, weights_only=True)
+    assert state["step"] == 1 and len(state["rng"]) == 1 and "state" in state["opt"]
+    mid = _small(cond_bins=(2, 3))
+    mid.fit(SMILES, steps=9, checkpoint=ck, resume=True, **kw)
+    resumed = _small(cond_bins=(2, 3))
+    l_res = resumed.fit(SMILES, steps=16, checkpoint=ck, resume=True, **kw)
+    assert l_res == l_full
+    for p, q in zip(full.net.state_dict().values(), resumed.net.state_dict().values()):
+        assert torch.equal(p, q)
+    # writing checkpoints does not perturb training; a checkpoint of another process is refused
+    other = _small(cond_bins=(2, 3))
+    with pytest.raises(ValueError, match="process"):
+        _small(process="absorbing", cond_bins=(2, 3)).fit(SMILES, steps=2, checkpoint=ck, resume=True, **kw)
+    assert other.fit(SMILES, steps=16, checkpoint=tmp_path / "b.pt", **kw) == l_full
+
+
+def test_two_property_guidance_api():
+    m = _small(cond_bins=(2, 3))
+    with pytest.raises(ValueError, match="cond must hold"):
+        m.fit(SMILES, steps=2, cond=torch.zeros(len(SMILES), dtype=torch.long), log_every=0)
+    with pytest.raises(ValueError, match="cond bins"):
+        m.fit(SMILES, steps=2, cond=torch.full((len(SMILES), 2), 2), log_every=0)
+    m.fit(SMILES, steps=4, batch_size=4, cond=torch.tensor([[i % 2, i % 3] for i in range(6)]), log_every=0)
+    assert len(m.sample(2, cond=(1, None), guidance=1.0)) == 2
+    assert len(m.sample(2, cond=(None, 2), guidance=1.0)) == 2
+    for bad in (1, (2, 0), (0, 3), (0,)):
+        with pytest.raises(ValueError, match="cond must"):
+            m.sample(2, cond=bad, guidance=1.0)
+
+
+def test_guidance_changes_the_prediction():
+    """The conditional and unconditional predictions differ, so w moves the sampling distribution."""
+    m = _small(cond_bins=(2,))
+    m.fit(SMILES, steps=30, batch_size=8, lr=5e-3, cond=torch.tensor([0, 1, 0, 0, 1, 1]), log_every=0)
+    xt = m.node_process.prior_sample((2, 5))
+    et = torch.zeros(2, 5, 5, dtype=torch.long) + m.edge_process.prior_sample((1,))[0]
+    mask = torch.ones(2, 5, dtype=torch.bool)
+    p_un = m._log_p0(xt, et, 3, mask, None, 0.0, 1.0, 1.0)[0]
+    p_g0 = m._log_p0(xt, et, 3, mask, (1,), 0.0, 1.0, 1.0)[0]
+    p_g2 = m._log_p0(xt, et, 3, mask, (1,), 2.0, 1.0, 1.0)[0]
+    assert torch.allclose(p_un.sum(-1), torch.ones(2, 5), atol=1e-5)
+    assert not torch.allclose(p_un, p_g0, atol=1e-4)
+    # w extrapolates away from the unconditional prediction: log p_w = (1+w) log p_c - w log p_u (renormalised)
+    expect = torch.softmax(3 * p_g0.log() - 2 * p_un.log(), -1)
+    assert torch.allclose(p_g2, expect, atol=1e-4)

@@ -376,7 +376,8 @@ class MolHIT:
 
     @torch.no_grad()
     def generate(self, n: int, *, temperature: float = 1.0, top_p: float = 1.0, guidance: float = 0.0,
-                 cond=None, sampler: str = "pn", seed: int = 0, batch_size: int = 256, scaffold=None):
+                 cond=None, sampler: str = "pn", seed: int = 0, batch_size: int = 256, scaffold=None,
+                 resample: int = 1):
         """Sample ``n`` graphs; returns a list of ``(atoms, bonds)`` numpy arrays (see :meth:`sample`)."""
         if self.net is None:
             raise RuntimeError("fit the model before sampling")
@@ -388,13 +389,15 @@ class MolHIT:
             raise ValueError(f"top_p must be in (0, 1], got {top_p}")
         if sampler not in ("pn", "ancestral"):
             raise ValueError(f"sampler must be 'pn' or 'ancestral', got {sampler!r}")
+        if not isinstance(resample, int) or resample < 1:
+            raise ValueError(f"resample must be an int >= 1, got {resample!r}")
         bins = self._cond_bins_for(cond)
         fixed = self._scaffold_graph(scaffold)
         gen = torch.Generator(device=self.device).manual_seed(seed)
         out = []
         for start in range(0, n, batch_size):
             out.extend(self._generate_batch(min(batch_size, n - start), temperature, top_p, guidance, bins,
-                                            sampler, gen, fixed))
+                                            sampler, gen, fixed, resample))
         return out
 
     def _log_p0(self, xt, et, t, mask, bins, guidance, temperature, top_p):
@@ -428,7 +431,19 @@ class MolHIT:
         node_known = torch.arange(n, device=self.device) < k
         return xk, ek, node_known, node_known[:, None] & node_known[None, :]
 
-    def _generate_batch(self, b, temperature, top_p, guidance, bins, sampler, gen, fixed=None):
+    def _reverse_step(self, xt, et, t, mask, bins, guidance, temperature, top_p, sampler, gen, iu):
+        p0n, p0e = self._log_p0(xt, et, t, mask, bins, guidance, temperature, top_p)
+        if sampler == "pn":
+            x0, e0 = categorical(p0n, gen), categorical(p0e, gen)
+            pn = self.node_process.posterior_x0(xt, x0, t)
+            pe = self.edge_process.posterior_x0(et, e0, t)
+        else:
+            pn = self.node_process.posterior(xt, p0n, t)
+            pe = self.edge_process.posterior(et, p0e, t)
+        et = categorical(pe, gen) * iu
+        return categorical(pn, gen), et + et.transpose(1, 2)
+
+    def _generate_batch(self, b, temperature, top_p, guidance, bins, sampler, gen, fixed=None, resample=1):
         dist = self.n_atoms_dist
         if fixed is not None:  # room for at least one new atom
             dist = dist.clone()
@@ -444,20 +459,15 @@ class MolHIT:
             xt, et = torch.where(kn, xk, xt), torch.where(ke, ek, et)
         iu = torch.triu(torch.ones(n, n, dtype=torch.bool, device=self.device), 1)
         for t in range(self.T, 0, -1):
-            p0n, p0e = self._log_p0(xt, et, t, mask, bins, guidance, temperature, top_p)
-            if sampler == "pn":
-                x0, e0 = categorical(p0n, gen), categorical(p0e, gen)
-                pn = self.node_process.posterior_x0(xt, x0, t)
-                pe = self.edge_process.posterior_x0(et, e0, t)
-            else:
-                pn = self.node_process.posterior(xt, p0n, t)
-                pe = self.edge_process.posterior(et, p0e, t)
-            xt = categorical(pn, gen)
-            et = categorical(pe, gen) * iu
-            et = et + et.transpose(1, 2)
-            if fixed is not None:  # inpainting: the known part is a fresh draw of q(x_{t-1} | scaffold)
-                xk, ek, kn, ke = self._known(fixed, b, n, t - 1, gen)
-                xt, et = torch.where(kn, xk, xt), torch.where(ke, ek, et)
+            for u in range(resample if fixed is not None else 1):
+                if u:  # RePaint's resampling: back to step t with the one-step kernel Q_t, then denoise again
+                    xt = categorical(self.node_process.Q[t][xt], gen)
+                    et = categorical(self.edge_process.Q[t][et], gen) * iu
+                    et = et + et.transpose(1, 2)
+                xt, et = self._reverse_step(xt, et, t, mask, bins, guidance, temperature, top_p, sampler, gen, iu)
+                if fixed is not None:  # inpainting: the known part is a fresh draw of q(x_{t-1} | scaffold)
+                    xk, ek, kn, ke = self._known(fixed, b, n, t - 1, gen)
+                    xt, et = torch.where(kn, xk, xt), torch.where(ke, ek, et)
         X, E = xt.cpu().numpy(), et.cpu().numpy()
         out = []
         for i, k in enumerate(n_atoms.tolist()):
@@ -479,7 +489,7 @@ class MolHIT:
 
     def sample(self, n: int, *, temperature: float = 1.0, top_p: float = 1.0, guidance: float = 0.0,
                cond=None, sampler: str = "pn", seed: int = 0, lenient: bool = False,
-               scaffold=None) -> list[str | None]:
+               scaffold=None, resample: int = 1) -> list[str | None]:
         """Sample ``n`` molecules as canonical SMILES (``None`` for a strictly invalid graph).
 
         Args:
@@ -495,9 +505,12 @@ class MolHIT:
                 among them are replaced by a fresh draw of the forward marginal ``q(x_{t-1} | scaffold)``
                 while the rest of the graph is denoised; at t = 0 they are exactly the scaffold's.
                 Molecule sizes are drawn from the training sizes larger than the scaffold.
+            resample: with a scaffold, RePaint's resampling: each reverse step is done ``resample``
+                times, going back to step t with the one-step kernel ``Q_t`` in between, so the new
+                part can harmonise with the fixed one (cost × ``resample``).
         """
         graphs = self.generate(n, temperature=temperature, top_p=top_p, guidance=guidance, cond=cond,
-                               sampler=sampler, seed=seed, scaffold=scaffold)
+                               sampler=sampler, seed=seed, scaffold=scaffold, resample=resample)
         return self.decode(graphs, lenient=lenient)
 
 

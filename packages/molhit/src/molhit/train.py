@@ -88,7 +88,7 @@ def main(argv=None) -> dict:
                        lr=float(cfg.train.lr), seed=seed, log_every=int(cfg.train.log_every),
                        checkpoint=out / "checkpoint.pt", checkpoint_every=int(cfg.train.checkpoint_every),
                        resume=bool(cfg.resume), time_limit=cfg.train.get("time_limit"))
-    checksum = float(sum(p.double().sum() for p in model.net.parameters()))
+    checksum = float(sum(p.detach().double().sum() for p in model.net.parameters()))
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out / f"rank{rank}.json", json.dumps({"rank": rank, "param_checksum": checksum}))
     report = {"world_size": world, "steps_done": len(losses), "losses": losses, "param_checksum": checksum,
