@@ -1,6 +1,8 @@
 """Part (B): end to end on bouncing squares — train a tiny causal DiT, swap in sparse attention.
 
-One training seed (CPU budget); confidence intervals are over held-out videos, not over training runs.
+One training seed (CPU budget: at the issue's size, 4 layers × d=128, one training run plus the four
+fine-tunes and the evaluation already take most of the ``paper`` run's 15 minutes on 2 shared cores);
+confidence intervals are over held-out videos, not over training runs.
 """
 
 from __future__ import annotations
