@@ -107,6 +107,22 @@ def test_execute_seeds_times_and_writes(tmp_path):
         execute("paperworks", lambda cfg, out_dir=None: None, cfg, tmp_path)
 
 
+def test_execute_records_the_commit_the_run_started_from(tmp_path, monkeypatch):
+    # a commit made while a long run goes on must not be credited to the run
+    import paperworks.hydra_glue as glue
+
+    heads = iter(["aaaa", "bbbb"])
+    monkeypatch.setattr(glue, "git_commit", lambda source=None: next(heads))
+    monkeypatch.setattr("paperworks.results.git_commit", lambda source=None: "bbbb")
+
+    def run(cfg, out_dir=None):
+        return {"claims": [Claim.threshold("c", "s", "m", 2.0, threshold=1.0, better="higher")]}
+
+    cfg = OmegaConf.create({"seed": 0, "device": "cpu", "experiment": {"name": "quick"}})
+    assert execute("paperworks", run, cfg, tmp_path)["git_commit"] == "aaaa"
+    assert json.loads((tmp_path / "results.json").read_text())["git_commit"] == "aaaa"
+
+
 def test_git_commit_scopes_dirtiness_to_the_package(tmp_path, monkeypatch):
     import subprocess
 

@@ -24,15 +24,22 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from paperworks.device import resolve_device
-from paperworks.results import write_results
+from paperworks.results import git_commit, write_results
 from paperworks.seeding import seed_everything, seeds_of
 
 log = logging.getLogger("paperworks")
 
 
 def execute(package: str, run: Callable, cfg, out_dir: str | Path | None) -> dict:
-    """Seed, resolve the device, call ``run`` and (if ``out_dir``) write the results."""
+    """Seed, resolve the device, call ``run`` and (if ``out_dir``) write the results.
+
+    The git commit is taken when the run starts (the code that ran), not when it ends: on a shared
+    checkout, commits made while a long run goes on must not be credited to it.
+    """
     from omegaconf import OmegaConf, open_dict
+
+    source = Path(importlib.import_module(package).__file__).parent
+    commit = git_commit(source) if out_dir is not None else None
 
     seeds = seeds_of(cfg)
     device = resolve_device(str(cfg.get("device", "auto")))
@@ -48,11 +55,10 @@ def execute(package: str, run: Callable, cfg, out_dir: str | Path | None) -> dic
     experiment = cfg.experiment.name if "experiment" in cfg and "name" in cfg.experiment else "smoke"
     if out_dir is None:
         return {"claims": [c.to_dict() for c in out["claims"]], "timings": timings}
-    mod = importlib.import_module(package)
     doc = write_results(
         out_dir, package=package, experiment=experiment, config=OmegaConf.to_container(cfg, resolve=True),
         claims=out["claims"], seeds=out.get("seeds", seeds), timings=timings, metrics=out.get("metrics", ()),
-        device=device, extra=out.get("extra"), source=Path(mod.__file__).parent,
+        device=device, extra=out.get("extra"), source=source, commit=commit,
     )
     for c in doc["claims"]:
         log.info("claim %-28s %-14s %s", c["id"], c["verdict"], c["metric"])

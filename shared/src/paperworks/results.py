@@ -291,10 +291,12 @@ def _jsonable_scalar(v):
 
 def write_results(out_dir, *, package: str, experiment: str, config: Any, claims: Iterable[Claim],
                   seeds: Iterable[int], timings: Mapping[str, float], metrics: Iterable[Mapping] = (),
-                  device: str = "cpu", extra: Mapping | None = None, source: Path | str | None = None) -> dict:
+                  device: str = "cpu", extra: Mapping | None = None, source: Path | str | None = None,
+                  commit: str | None = None) -> dict:
     """Write ``results.json`` (and ``metrics.csv``) into ``out_dir``; return the document.
 
-    ``source``: a path inside the package's checkout, used to find the git commit.
+    ``source``: a path inside the package's checkout, used to find the git commit. ``commit``: the
+    commit the run started from (see :func:`git_commit`); taken now from ``source`` when omitted.
     """
     out_dir = Path(out_dir)
     dist = f"paperworks-{package}"
@@ -302,7 +304,7 @@ def write_results(out_dir, *, package: str, experiment: str, config: Any, claims
         "schema_version": SCHEMA_VERSION,
         "package": package,
         "version": _dist_version(dist) or "unknown",
-        "git_commit": git_commit(source),
+        "git_commit": commit or git_commit(source),
         "experiment": experiment,
         "seeds": [int(s) for s in seeds],
         "config": config,
