@@ -30,9 +30,20 @@ def test_compare_verdicts():
     assert compare(slow, fast, "lower") == "not supported"
     assert compare(fast, Estimate(1.05, 0.95, 1.15, 3), "lower") == "inconclusive"
     assert compare(fast, slow, "lower", margin=3.5) == "inconclusive"
+
     assert compare(Estimate(2.0), Estimate(1.0), "higher") == "supported"
     with pytest.raises(ValueError, match="better"):
         compare(fast, slow, "faster")
+
+
+def test_compare_a_tie_is_not_a_win():
+    assert compare(2.0, 2.0, "higher") == "not supported"
+    assert compare(2.0, 2.0, "lower") == "not supported"
+    assert compare(2.0 + 1e-12, 2.0, "higher") == "supported"
+    touching = Estimate(2.0, 2.0, 2.0, 3)
+    assert compare(touching, touching, "higher") == "inconclusive"
+    assert compare(Estimate(3.0, 2.5, 3.5, 3), Estimate(2.0, 1.5, 2.5, 3), "higher") == "inconclusive"
+    assert compare(Estimate(3.0, 2.6, 3.5, 3), Estimate(2.0, 1.5, 2.5, 3), "higher") == "supported"
 
 
 def test_claim_compare_requires_known_baseline():

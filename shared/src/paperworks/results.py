@@ -75,7 +75,10 @@ def threshold_verdict(est: Estimate, threshold: float, better: str) -> str:
 
 
 def compare(method: Estimate, baseline: Estimate, better: str, margin: float = 0.0) -> str:
-    """Verdict of "method beats baseline by at least ``margin``" in the ``better`` direction."""
+    """Verdict of "method beats baseline by at least ``margin``" in the ``better`` direction.
+
+    Beating is strict: a tie (equal values, or touching intervals, with ``margin=0``) is not a win.
+    """
     _check_better(better)
     m, b = _as_estimate(method), _as_estimate(baseline)
     sign = 1.0 if better == "higher" else -1.0
@@ -83,14 +86,17 @@ def compare(method: Estimate, baseline: Estimate, better: str, margin: float = 0
         return "inconclusive"
     have_ci = None not in (m.lower, m.upper, b.lower, b.upper)
     if not have_ci:
-        return "supported" if sign * (m.value - b.value) >= margin else "not supported"
+        diff = sign * (m.value - b.value)
+        return "supported" if diff >= margin and diff > 0 else "not supported"
     if sign > 0:
-        if m.lower - b.upper >= margin:
+        gap = m.lower - b.upper
+        if gap >= margin and gap > 0:
             return "supported"
         if m.upper < b.lower:
             return "not supported"
     else:
-        if b.lower - m.upper >= margin:
+        gap = b.lower - m.upper
+        if gap >= margin and gap > 0:
             return "supported"
         if m.lower > b.upper:
             return "not supported"
