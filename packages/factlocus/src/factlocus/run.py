@@ -52,7 +52,7 @@ def _compare(id, statement, metric, value, *, baseline, baselines, better, **kw)
 
 def _world(cfg, motif: str, seed: int, **kw) -> FactWorld:
     w = cfg.world
-    return FactWorld(n_subjects=int(w.n_subjects), n_relations=int(w.n_relations), n_answers=int(w.n_answers),
+    return FactWorld(n_subjects=int(kw.get("n_subjects", w.n_subjects)), n_relations=int(w.n_relations), n_answers=int(w.n_answers),
                      motif=motif, cluster=int(kw.get("cluster", w.cluster)), zipf=float(kw.get("zipf", w.zipf)),
                      n_bridges=int(kw.get("n_bridges", 0)), holdout=float(kw.get("holdout", 0.25)), seed=seed)
 
@@ -108,7 +108,7 @@ def analyse_cell(cfg, world: FactWorld, width: int, seed: int) -> tuple[dict, di
     one = _localise(acc, data, cfg, seed, chain_hypothesis(acc))
     row = {"motif": world.motif, "width": width, "seed": seed, "lambda": info["lambda"], "params": info["params"],
            "recall": info["recall"], "train_steps": info["steps"], "train_s": t_train,
-           "cluster": world.cluster, "zipf": world.zipf}
+           "n_subjects": world.n_subjects, "cluster": world.cluster, "zipf": world.zipf}
     for m in mods:
         row[f"probe_{m}"] = probes["accuracy"][m]
         row[f"probe_sel_{m}"] = probes["selectivity"][m]
@@ -336,6 +336,8 @@ def _two_hop_jobs(cfg, seeds) -> list[tuple]:
     if not th or not th.get("motifs"):
         return []
     kw = {"n_bridges": int(th.get("n_bridges", 1)), "holdout": float(th.get("holdout", 0.25))}
+    if th.get("n_subjects"):  # two-hop worlds may be smaller than the one-hop sweep's (they train on ~2x the prompts)
+        kw["n_subjects"] = int(th.n_subjects)
     return [(m, int(th.width), s, kw) for m in th.motifs for s in seeds[:int(th.get("seeds", 1))]]
 
 
