@@ -320,49 +320,61 @@ def _claims(cfg, results, counts, qed_res, mw_res, scaf_res):
     return claims
 
 
-def _peak_memory_child(cfg_dict, process, seed, device, steps, n_samples):
-    """In a fresh process: peak-RSS increase (MiB) of ``steps`` training steps and of sampling."""
+def _rss_peak_mb() -> float:
+    """Peak resident set size of this process (MiB): ``VmHWM`` where Linux has it, else ``ru_maxrss``."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+def _reset_rss_peak() -> bool:
+    """Reset the peak-RSS counter (Linux >= 4.0: ``echo 5 > /proc/self/clear_refs``)."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+        return True
+    except OSError:
+        return False
+
+
+def _peak_memory_child(cfg_dict, process, data, seed, device, steps):
+    """In a fresh process: how far ``steps`` training steps raise the peak RSS (MiB) above the
+    state with the data and the model in memory."""
     from omegaconf import OmegaConf
 
     cfg = OmegaConf.create(cfg_dict)
     torch.set_num_threads(int(cfg.get("threads", 1)))
-    data = graphs_from_smiles(load_moses("train", int(cfg.data.n_train), seed), decoupled_encoding())
     model = _model(cfg, process, device)
-
-    def rss():
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
-
-    base = rss()
+    _reset_rss_peak()
+    base = _rss_peak_mb()
     model.fit(data, steps=steps, batch_size=int(cfg.train.batch_size), seed=seed, log_every=0)
-    trained = rss()
-    model.generate(n_samples, seed=seed)
-    return {"base_mb": base, "train_peak_mb": trained - base, "sample_peak_mb": rss() - base}
+    return {"base_mb": base, "train_peak_mb": _rss_peak_mb() - base}
 
 
-def _peak_memory(cfg, process, seed, device, steps, n_samples):
-    """Peak memory per noise process. On CUDA: ``max_memory_allocated`` around the steps. On CPU
-    the allocator has no peak counter, so each process runs in its own fresh (spawned) Python and
-    the rise of its peak RSS over the state after building data and model is reported."""
+def _peak_memory(cfg, process, data, seed, device, steps):
+    """Training peak memory per noise process. On CUDA: the allocator's peak over the steps. On CPU
+    the allocator has no peak counter, so the steps run in a fresh (spawned) Python that gets the
+    encoded data from here (no transient parsing peaks) and reports how far training raises its
+    peak RSS above the state with data and model loaded. (Sampling is not measured: after training
+    it reuses freed pages, and a fresh RSS probe for it would mostly see the interpreter.)"""
     if str(device).startswith("cuda"):
-        data = graphs_from_smiles(load_moses("train", int(cfg.data.n_train), seed), decoupled_encoding())
         model = _model(cfg, process, device)
         torch.cuda.synchronize()
         base = torch.cuda.memory_allocated()
         torch.cuda.reset_peak_memory_stats()
         model.fit(data, steps=steps, batch_size=int(cfg.train.batch_size), seed=seed, log_every=0)
-        train = torch.cuda.max_memory_allocated() - base
-        torch.cuda.reset_peak_memory_stats()
-        model.generate(n_samples, seed=seed)
-        return {"base_mb": base / 2**20, "train_peak_mb": train / 2**20,
-                "sample_peak_mb": (torch.cuda.max_memory_allocated() - base) / 2**20}
+        return {"base_mb": base / 2**20, "train_peak_mb": (torch.cuda.max_memory_allocated() - base) / 2**20}
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor
 
     from omegaconf import OmegaConf
 
     with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as ex:
-        return ex.submit(_peak_memory_child, OmegaConf.to_container(cfg, resolve=True), process, seed,
-                         device, steps, n_samples).result()
+        return ex.submit(_peak_memory_child, OmegaConf.to_container(cfg, resolve=True), process, data, seed,
+                         device, steps).result()
 
 
 def _bench(cfg, seed, device):
@@ -383,11 +395,11 @@ def _bench(cfg, seed, device):
         t0 = time.perf_counter()
         m.generate(int(b.n_samples), seed=seed)
         thr[p] = int(b.n_samples) / (time.perf_counter() - t0)
-        mem = (_peak_memory(cfg, p, seed, device, int(b.steps), int(b.n_samples)) if b.get("memory", True)
-               else {"train_peak_mb": float("nan"), "sample_peak_mb": float("nan")})
+        mem = (_peak_memory(cfg, p, data, seed, device, int(b.steps)) if b.get("memory", True)
+               else {"train_peak_mb": float("nan")})
         rows.append({"table": "bench", "process": p, "train_step_ms": 1e3 * float(np.mean(step_times[p])),
                      "sample_mol_per_s": thr[p], "train_peak_mb": mem["train_peak_mb"],
-                     "sample_peak_mb": mem["sample_peak_mb"], "params": m.num_parameters})
+                     "params": m.num_parameters})
     ratio = [h / a for h, a in zip(step_times["hierarchical"], step_times["absorbing"])]
     for row in rows:
         row["step_ratio_vs_absorbing"] = float(np.mean(step_times[row["process"]]) / np.mean(step_times["absorbing"]))
