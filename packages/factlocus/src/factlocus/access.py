@@ -22,9 +22,9 @@ mlp(ln2 x)``) are detected (:attr:`ModelAccess.parallel_residual`): there ``mlp{
 Module candidates are looked up by attribute name; models that keep the blocks elsewhere raise a
 ``TypeError`` naming what was looked for.
 
-Example (any HF causal LM; here Pythia, which needs the weights locally)::
+Example (any HF causal LM; here Pythia from weights already on disk -- nothing is downloaded)::
 
-    model = AutoModelForCausalLM.from_pretrained("EleutherAI/pythia-1.4b")
+    model = AutoModelForCausalLM.from_pretrained("/path/to/pythia-1.4b", local_files_only=True)
     acc = ModelAccess(model)
     acc.modules                    # ['attn0', 'mlp0', ..., 'attn23', 'mlp23']
     logits, cache = acc.run(ids, cache=["emb", "attn0", "mlp3"])           # cache module outputs
