@@ -23,6 +23,19 @@ def _maximum(a, b):
     return tl.where(a > b, a, b)
 
 @triton.jit
+def _load_kvb(k_ptr, v_ptr, b_ptr, pid_b, N, D, E, rn, rd, re, HAS_BIAS: tl.constexpr):
+    """One batch item's keys, values and key bias (-inf on padded keys)."""
+    k = tl.load(k_ptr + pid_b * N * D + rn[:, None] * D + rd[None, :],
+                mask=(rn[:, None] < N) & (rd[None, :] < D), other=0.0)
+    v = tl.load(v_ptr + pid_b * N * E + rn[:, None] * E + re[None, :],
+                mask=(rn[:, None] < N) & (re[None, :] < E), other=0.0)
+    if HAS_BIAS:
+        bias = tl.load(b_ptr + pid_b * N + rn, mask=rn < N, other=float("-inf"))
+    else:
+        bias = tl.where(rn < N, 0.0, float("-inf"))
+    return k, v, bias
+
+@triton.jit
 def fwd(q_ptr, k_ptr, v_ptr, b_ptr, o_ptr, ent_ptr, lse_ptr, M, N, D, E, scale,
         HAS_BIAS: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BD: tl.constexpr, BE: tl.constexpr):
     pid_b = tl.program_id(0)
@@ -33,14 +46,7 @@ def fwd(q_ptr, k_ptr, v_ptr, b_ptr, o_ptr, ent_ptr, lse_ptr, M, N, D, E, scale,
     re = tl.arange(0, BE)
     q = tl.load(q_ptr + pid_b * M * D + rm[:, None] * D + rd[None, :],
                 mask=(rm[:, None] < M) & (rd[None, :] < D), other=0.0)
-    k = tl.load(k_ptr + pid_b * N * D + rn[:, None] * D + rd[None, :],
-                mask=(rn[:, None] < N) & (rd[None, :] < D), other=0.0)
-    v = tl.load(v_ptr + pid_b * N * E + rn[:, None] * E + re[None, :],
-                mask=(rn[:, None] < N) & (re[None, :] < E), other=0.0)
-    if HAS_BIAS:
-        bias = tl.load(b_ptr + pid_b * N + rn, mask=rn < N, other=float("-inf"))
-    else:
-        bias = tl.where(rn < N, 0.0, float("-inf"))
+    k, v, bias = _load_kvb(k_ptr, v_ptr, b_ptr, pid_b, N, D, E, rn, rd, re, HAS_BIAS)
     s = tl.dot(q, tl.trans(k), input_precision="ieee") * scale + bias[None, :]
     mx = tl.reduce(s, 1, _maximum)
     p = tl.exp(s - mx[:, None])
@@ -63,14 +69,7 @@ def bwd(q_ptr, k_ptr, v_ptr, b_ptr, lse_ptr, ent_ptr, do_ptr, dent_ptr, dlse_ptr
     rn = tl.arange(0, BN)
     rd = tl.arange(0, BD)
     re = tl.arange(0, BE)
-    k = tl.load(k_ptr + pid_b * N * D + rn[:, None] * D + rd[None, :],
-                mask=(rn[:, None] < N) & (rd[None, :] < D), other=0.0)
-    v = tl.load(v_ptr + pid_b * N * E + rn[:, None] * E + re[None, :],
-                mask=(rn[:, None] < N) & (re[None, :] < E), other=0.0)
-    if HAS_BIAS:
-        bias = tl.load(b_ptr + pid_b * N + rn, mask=rn < N, other=float("-inf"))
-    else:
-        bias = tl.where(rn < N, 0.0, float("-inf"))
+    k, v, bias = _load_kvb(k_ptr, v_ptr, b_ptr, pid_b, N, D, E, rn, rd, re, HAS_BIAS)
     dk = tl.full((BN, BD), 0.0, tl.float32)
     dv = tl.full((BN, BE), 0.0, tl.float32)
     db = tl.full((BN,), 0.0, tl.float32)
