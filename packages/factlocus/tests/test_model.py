@@ -30,3 +30,22 @@ def test_two_hop_training_reports_held_out_compositions():
     _, _, info = train_recall_model(w, width=16, heads=2, steps=30, lr=0.02, batch=64, check_every=10)
     assert set(info["recall_sets"]) == {"one_hop", "bridge_first", "bridge_second", "two_hop"}
     assert 0.0 <= info["two_hop_heldout"] <= 1.0
+
+
+def test_warm_restarts_run_only_when_the_target_is_missed():
+    import torch
+
+    w = FactWorld(n_subjects=16, n_relations=2, n_answers=8, seed=3)
+    # 5 steps cannot reach 99.9% recall: every cycle runs, and all of them are counted
+    _, _, info = train_recall_model(w, width=16, heads=2, steps=5, lr=0.02, batch=32, restarts=2, check_every=5)
+    assert info["steps"] == 15 and info["cycles"] == 3
+    # reached in the first cycle: the restarts never start, and that cycle is the restarts=0 run exactly
+    m0, _, i0 = train_recall_model(w, width=16, heads=2, steps=300, lr=0.02, batch=32, target=0.9, check_every=25)
+    m1, _, i1 = train_recall_model(w, width=16, heads=2, steps=300, lr=0.02, batch=32, target=0.9, check_every=25,
+                                   restarts=3)
+    assert i1["cycles"] == 1 and i1["steps"] == i0["steps"] < 300
+    assert all(torch.equal(a, b) for a, b in zip(m0.parameters(), m1.parameters()))
+    with pytest.raises(ValueError, match="restart"):
+        train_recall_model(w, steps=5, restarts=-1)
+    with pytest.raises(ValueError, match="restart"):
+        train_recall_model(w, steps=5, restart_lr=0.0)

@@ -65,14 +65,19 @@ def recall_accuracy(model: nn.Module, data: PromptSet, batch: int = 4096) -> flo
 
 def train_recall_model(world: FactWorld, *, width: int = 64, layers: int = 2, heads: int = 4, arch: str = "gpt2",
                        kv_heads: int | None = None, steps: int = 2000, lr: float = 3e-3, batch: int = 1024,
-                       target: float = 0.999, check_every: int = 100, seed: int = 0, device: str = "cpu"):
+                       target: float = 0.999, check_every: int = 100, restarts: int = 0, restart_lr: float = 1.0,
+                       seed: int = 0, device: str = "cpu"):
     """Train a tiny causal LM to recall every fact of ``world``; returns ``(model, tokenizer, info)``.
 
     The loss is the cross-entropy of the answer token at the last prompt position, over every set of
     :meth:`FactWorld.training_sets` (the one-hop facts; with bridges also the bridge facts and the
     training compositions -- each step draws ``batch`` prompts spread over the sets in proportion to
     their sizes). Training stops once recall on *every* training set reaches ``target`` or after
-    ``steps`` AdamW steps (cosine schedule). ``info`` holds ``steps``, ``recall`` (one-hop facts),
+    ``steps`` AdamW steps (cosine schedule with a 50-step warm-up). If the target is not reached, up to
+    ``restarts`` further cosine cycles of ``steps`` steps each continue from the current weights and
+    optimiser state, cycle ``k`` peaking at ``lr * restart_lr**k`` (warm restarts: near the capacity
+    limit a model can end a cycle a few percent short of the target, and another cycle finishes the job).
+    ``info`` holds ``steps`` (all cycles), ``cycles`` (how many ran), ``recall`` (one-hop facts),
     ``recall_sets`` (per training set), ``params``, the capacity load ``lambda`` of the one-hop facts
     and, for two-hop worlds, ``two_hop_heldout`` (top-1 accuracy on the held-out compositions, which
     training never saw). ``device``: where to train (``"cpu"``, ``"cuda"``, ``"auto"``).
@@ -83,6 +88,8 @@ def train_recall_model(world: FactWorld, *, width: int = 64, layers: int = 2, he
         raise TypeError(f"world must be a FactWorld, got {type(world).__name__}")
     if steps < 1 or batch < 1:
         raise ValueError(f"steps and batch must be >= 1, got steps={steps}, batch={batch}")
+    if restarts < 0 or not 0 < restart_lr <= 1:
+        raise ValueError(f"need restarts >= 0 and 0 < restart_lr <= 1, got restarts={restarts}, restart_lr={restart_lr}")
     tok = world.tokenizer()
     sets = world.training_sets(tok)
     n_ctx = max(8, *(ps.input_ids.shape[1] for ps in sets.values()))
@@ -95,10 +102,13 @@ def train_recall_model(world: FactWorld, *, width: int = 64, layers: int = 2, he
     total = sum(sizes.values())
     per_set = {k: max(1, round(min(batch, total) * n / total)) for k, n in sizes.items()}
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0, betas=(0.9, 0.98))
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda t: min(1.0, (t + 1) / 50) * 0.5 * (1 + math.cos(math.pi * t / steps)))
+    # one cosine cycle of `steps` steps (50-step warm-up) per cycle; cycle k peaks at lr * restart_lr**k
+    shape = lambda t: (restart_lr ** (t // steps) * min(1.0, (t % steps + 1) / 50)  # noqa: E731
+                       * 0.5 * (1 + math.cos(math.pi * (t % steps) / steps)))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, shape)
     gen = torch.Generator().manual_seed(seed)
     recalls, done = {k: 0.0 for k in sets}, 0
-    for step in range(steps):
+    for step in range(steps * (1 + restarts)):
         loss = 0.0
         for k, (ids, ans) in tensors.items():
             idx = torch.randint(0, sizes[k], (per_set[k],), generator=gen).to(dev)
@@ -112,7 +122,7 @@ def train_recall_model(world: FactWorld, *, width: int = 64, layers: int = 2, he
         opt.step()
         sched.step()
         done = step + 1
-        if done % check_every == 0 or done == steps:
+        if done % check_every == 0 or done % steps == 0:
             model.eval()
             recalls = {k: recall_accuracy(model, ps) for k, ps in sets.items()}
             model.train()
@@ -122,7 +132,7 @@ def train_recall_model(world: FactWorld, *, width: int = 64, layers: int = 2, he
     from factlocus.capacity import capacity_load
 
     params = count_parameters(model)
-    info = {"steps": done, "recall": recalls["one_hop"], "recall_sets": recalls, "params": params,
+    info = {"steps": done, "cycles": -(-done // steps), "recall": recalls["one_hop"], "recall_sets": recalls, "params": params,
             "lambda": capacity_load(world.n_facts, world.n_answers, params)}
     if world.n_bridges and world.holdout > 0:
         info["two_hop_heldout"] = recall_accuracy(model, world.two_hop_prompt_set(tok, "heldout"))

@@ -96,7 +96,9 @@ def analyse_cell(cfg, world: FactWorld, width: int, seed: int) -> tuple[dict, di
     model, tok, info = train_recall_model(world, width=width, layers=int(cfg.model.layers), heads=int(cfg.model.heads),
                                           steps=int(cfg.train.steps), lr=float(lr), batch=int(cfg.train.batch),
                                           target=float(cfg.train.get("target", 0.99)),
-                                          check_every=int(cfg.train.get("check_every", 100)), seed=seed,
+                                          check_every=int(cfg.train.get("check_every", 100)),
+                                          restarts=int(cfg.train.get("restarts", 0)),
+                                          restart_lr=float(cfg.train.get("restart_lr", 0.3)), seed=seed,
                                           device=str(cfg.get("device", "cpu")))
     t_train = time.perf_counter() - t0
     rng = np.random.default_rng(seed)
@@ -107,7 +109,7 @@ def analyse_cell(cfg, world: FactWorld, width: int, seed: int) -> tuple[dict, di
     probes = probe_modules(acc, _sub(data, n_probe, rng), seed=seed, max_iter=it)
     one = _localise(acc, data, cfg, seed, chain_hypothesis(acc))
     row = {"motif": world.motif, "width": width, "seed": seed, "lambda": info["lambda"], "params": info["params"],
-           "recall": info["recall"], "train_steps": info["steps"], "train_s": t_train,
+           "recall": info["recall"], "train_steps": info["steps"], "train_cycles": info["cycles"], "train_s": t_train,
            "n_subjects": world.n_subjects, "cluster": world.cluster, "zipf": world.zipf}
     for m in mods:
         row[f"probe_{m}"] = probes["accuracy"][m]
