@@ -98,7 +98,7 @@ def analyse_cell(cfg, world: FactWorld, width: int, seed: int) -> tuple[dict, di
                                           target=float(cfg.train.get("target", 0.99)),
                                           check_every=int(cfg.train.get("check_every", 100)),
                                           restarts=int(cfg.train.get("restarts", 0)),
-                                          restart_lr=float(cfg.train.get("restart_lr", 0.3)), seed=seed,
+                                          restart_lr=float(cfg.train.get("restart_lr", 1.0)), seed=seed,
                                           device=str(cfg.get("device", "cpu")))
     t_train = time.perf_counter() - t0
     rng = np.random.default_rng(seed)
