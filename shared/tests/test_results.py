@@ -4,52 +4,8 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
-from paperworks import Claim, Estimate, compare, load_results, threshold_verdict, validate_results, write_results
+from paperworks import Claim, Estimate, load_results, validate_results, write_results
 from paperworks.hydra_glue import execute
-
-CI = Estimate(1.0, 0.8, 1.2, 5)
-
-
-@pytest.mark.parametrize("est,thr,better,verdict", [
-    (CI, 0.5, "higher", "supported"),
-    (CI, 1.5, "higher", "not supported"),
-    (CI, 1.0, "higher", "inconclusive"),
-    (CI, 1.5, "lower", "supported"),
-    (CI, 0.5, "lower", "not supported"),
-    (Estimate(1.0), 1.0, "higher", "supported"),
-    (Estimate(0.9), 1.0, "higher", "not supported"),
-    (Estimate(float("nan")), 1.0, "higher", "inconclusive"),
-])
-def test_threshold_verdict(est, thr, better, verdict):
-    assert threshold_verdict(est, thr, better) == verdict
-
-
-def test_compare_verdicts():
-    fast, slow = Estimate(1.0, 0.9, 1.1, 3), Estimate(5.0, 4.0, 6.0, 3)
-    assert compare(fast, slow, "lower") == "supported"
-    assert compare(slow, fast, "lower") == "not supported"
-    assert compare(fast, Estimate(1.05, 0.95, 1.15, 3), "lower") == "inconclusive"
-    assert compare(fast, slow, "lower", margin=3.5) == "inconclusive"
-
-    assert compare(Estimate(2.0), Estimate(1.0), "higher") == "supported"
-    with pytest.raises(ValueError, match="better"):
-        compare(fast, slow, "faster")
-
-
-def test_compare_a_tie_is_not_a_win():
-    assert compare(2.0, 2.0, "higher") == "not supported"
-    assert compare(2.0, 2.0, "lower") == "not supported"
-    assert compare(2.0 + 1e-12, 2.0, "higher") == "supported"
-    touching = Estimate(2.0, 2.0, 2.0, 3)
-    assert compare(touching, touching, "higher") == "inconclusive"
-    assert compare(Estimate(3.0, 2.5, 3.5, 3), Estimate(2.0, 1.5, 2.5, 3), "higher") == "inconclusive"
-    assert compare(Estimate(3.0, 2.6, 3.5, 3), Estimate(2.0, 1.5, 2.5, 3), "higher") == "supported"
-
-
-def test_claim_compare_requires_known_baseline():
-    with pytest.raises(ValueError, match="baseline"):
-        Claim.compare("x", "s", "m", 1.0, baseline="lp", baselines={"other": 2.0}, better="lower")
-
 
 def _doc(tmp_path, claims):
     return write_results(tmp_path, package="paperworks", experiment="smoke", config={"a": np.int64(3)},
@@ -77,7 +33,7 @@ def test_write_results_roundtrip_and_validation(tmp_path):
 
 
 def test_nan_is_stored_as_null_and_is_inconclusive(tmp_path):
-    c = Claim.threshold("x", "s", "m", float("nan"), threshold=1.0, better="higher")
+    c = Claim.threshold("x", "s", "m", float("nan"), threshold=1.0, better="higher", exact=True)
     doc = _doc(tmp_path, [c])
     assert doc["claims"][0]["method"]["value"] is None
     assert doc["claims"][0]["verdict"] == "inconclusive"
@@ -94,7 +50,7 @@ def test_nan_baseline_round_trips_as_inconclusive(tmp_path):
 
 
 def test_results_need_claims(tmp_path):
-    with pytest.raises(ValueError, match="at least one claim"):
+    with pytest.raises(ValueError, match="at least one claim or check"):
         _doc(tmp_path, [])
 
 
@@ -104,7 +60,7 @@ def test_execute_seeds_times_and_writes(tmp_path):
     def run(cfg, out_dir=None):
         seen["first"] = np.random.rand()
         seen["out_dir"] = out_dir
-        return {"claims": [Claim.threshold("c", "s", "m", 2.0, threshold=1.0, better="higher")],
+        return {"claims": [Claim.threshold("c", "s", "m", 2.0, threshold=1.0, better="higher", exact=True)],
                 "metrics": [{"k": 1}], "timings": {"fit_s": 0.1}}
 
     cfg = OmegaConf.create({"seed": 4, "seeds": 2, "device": "cpu", "experiment": {"name": "quick"}})
@@ -112,7 +68,7 @@ def test_execute_seeds_times_and_writes(tmp_path):
     first = seen["first"]
     execute("paperworks", run, cfg, tmp_path)
     assert seen["first"] == first and seen["out_dir"] == tmp_path
-    assert doc["seeds"] == [4, 5] and doc["experiment"] == "quick"
+    assert doc["seeds"] == [8, 9] and doc["experiment"] == "quick"  # seed 4 = the fifth block of 2 seeds
     assert set(doc["timings"]) == {"total_s", "fit_s"}
     with pytest.raises(TypeError, match="must return a dict"):
         execute("paperworks", lambda cfg, out_dir=None: None, cfg, tmp_path)
@@ -127,7 +83,7 @@ def test_execute_records_the_commit_the_run_started_from(tmp_path, monkeypatch):
     monkeypatch.setattr("paperworks.results.git_commit", lambda source=None: "bbbb")
 
     def run(cfg, out_dir=None):
-        return {"claims": [Claim.threshold("c", "s", "m", 2.0, threshold=1.0, better="higher")]}
+        return {"claims": [Claim.threshold("c", "s", "m", 2.0, threshold=1.0, better="higher", exact=True)]}
 
     cfg = OmegaConf.create({"seed": 0, "device": "cpu", "experiment": {"name": "quick"}})
     assert execute("paperworks", run, cfg, tmp_path)["git_commit"] == "aaaa"
@@ -161,3 +117,54 @@ def test_git_commit_scopes_dirtiness_to_the_package(tmp_path, monkeypatch):
     assert git_commit(outside) == "unknown"
     monkeypatch.setenv("PAPERWORKS_GIT_COMMIT", "abc")
     assert git_commit(tmp_path) == "abc"
+
+
+def _valid(tmp_path):
+    c = Claim.compare("p", "s", "m", [1.0, 1.2, 1.1], baseline="b", baselines={"b": [0.5, 0.6, 0.55]},
+                      better="higher", paired=True)
+    k = Claim.check("k", "an identity", "residual", 0.0, threshold=1e-9, better="lower")
+    return _doc(tmp_path, [c, k])
+
+
+def test_checks_are_stored_apart(tmp_path):
+    doc = _valid(tmp_path)
+    assert [c["id"] for c in doc["claims"]] == ["p"] and [c["id"] for c in doc["checks"]] == ["k"]
+    assert doc["claims"][0]["differences"]["b"]["method"] == "paired-t"
+    assert load_results(tmp_path) == doc
+
+
+@pytest.mark.parametrize("mutate,match", [
+    (lambda d: d.update(schema_version=1), "schema_version"),
+    (lambda d: d.update(schema_version="2"), "schema_version"),
+    (lambda d: d["claims"][0]["method"].update(lower=5.0), "lower|outside"),
+    (lambda d: d["claims"][0]["method"].update(value="high"), "number"),
+    (lambda d: d["claims"][0].update(verdict="maybe"), "verdict|schema"),
+    (lambda d: d["checks"][0].update(id="p"), "unique"),
+    (lambda d: d["claims"][0]["rule"].update(kind="vibes"), "schema"),
+    (lambda d: d.update(seeds=["a"]), "schema"),
+    (lambda d: d["claims"][0].pop("reason"), "schema"),
+    (lambda d: d.update(experiment="../etc"), "schema"),
+])
+def test_validate_enforces_the_schema(tmp_path, mutate, match):
+    doc = json.loads(json.dumps(_valid(tmp_path)))
+    mutate(doc)
+    with pytest.raises(ValueError, match=match):
+        validate_results(doc)
+
+
+def test_user_named_experiments(tmp_path):
+    c = Claim.threshold("c", "s", "m", 2.0, threshold=1.0, better="higher", exact=True)
+    doc = write_results(tmp_path, package="paperworks", experiment="mydata", config={}, claims=[c], seeds=[0],
+                        timings={"total_s": 0.1})
+    assert doc["experiment"] == "mydata"
+    with pytest.raises(ValueError, match="experiment name"):
+        write_results(tmp_path, package="paperworks", experiment="my data", config={}, claims=[c], seeds=[0],
+                      timings={})
+
+
+def test_schema_is_published():
+    from jsonschema import Draft202012Validator
+
+    from paperworks.results import SCHEMA
+
+    Draft202012Validator.check_schema(SCHEMA)

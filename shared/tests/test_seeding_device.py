@@ -30,10 +30,14 @@ def test_seed_rejects_bad_values(bad):
 
 def test_seeds_of_forms():
     assert seeds_of({"seed": 5}) == [5]
-    assert seeds_of({"seed": 2, "seeds": 3}) == [2, 3, 4]
+    assert seeds_of({"seed": 0, "seeds": 3}) == [0, 1, 2]
+    assert seeds_of({"seed": 2, "seeds": 3}) == [6, 7, 8]  # seed indexes a block: sweeps get disjoint seeds
+    assert not set(seeds_of({"seed": 0, "seeds": 4})) & set(seeds_of({"seed": 1, "seeds": 4}))
     assert seeds_of({"seeds": [7, 9]}) == [7, 9]
     with pytest.raises(ValueError, match="seeds"):
         seeds_of({"seeds": 0})
+    with pytest.raises(ValueError, match="empty"):
+        seeds_of({"seeds": []})
 
 
 def test_resolve_device(monkeypatch):
@@ -53,7 +57,7 @@ def test_resolve_device(monkeypatch):
 
 
 def test_import_touches_no_gpu_jax_triton_or_matplotlib():
-    code = ("import sys, paperworks, paperworks.report, paperworks.hydra_glue, paperworks.testing;"
+    code = ("import sys, paperworks, paperworks.hydra_glue, paperworks.testing, paperworks.tables, paperworks.aggregate;"
             "bad = [m for m in ('torch', 'jax', 'triton', 'matplotlib', 'hydra') if m in sys.modules];"
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)

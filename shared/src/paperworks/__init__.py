@@ -1,27 +1,34 @@
 """paperworks — the thin common package of the paperworks monorepo.
 
 Seeding, device choice, results writing (``results.json`` with computed claim verdicts),
-confidence intervals, thin metric wrappers, the Triton dispatcher, Agg plotting style,
-Hydra glue and the report builder. Nothing paper-specific lives here.
+confidence intervals and verdict rules, the timing harness (:mod:`paperworks.bench`), the
+Triton dispatcher, Agg plotting style, Hydra glue and results tables. Nothing paper-specific.
 
-Importing this package initialises no GPU, JAX or Triton: torch, triton and matplotlib
-are imported only inside the functions that need them.
+Importing this package initialises no GPU, JAX or Triton: torch, triton, matplotlib and
+scikit-learn are imported only inside the functions that need them.
 """
 
 from paperworks.device import resolve_device
 from paperworks.results import (
     Claim,
-    Estimate,
     atomic_write_text,
-    compare,
     load_results,
-    threshold_verdict,
     validate_results,
     write_metrics_csv,
     write_results,
 )
+from paperworks.rules import compare, threshold_verdict
 from paperworks.seeding import seed_everything, seeds_of
-from paperworks.stats import binomial_ci, bootstrap_ci, estimate, t_ci
+from paperworks.stats import (
+    Estimate,
+    binomial_ci,
+    bootstrap_ci,
+    censored_summary,
+    estimate,
+    log_t_ci,
+    paired_difference,
+    t_ci,
+)
 from paperworks.triton_dispatch import dispatch, triton_enabled
 from paperworks.utils import cache_dir, timer
 
@@ -32,10 +39,13 @@ __all__ = [
     "binomial_ci",
     "bootstrap_ci",
     "cache_dir",
+    "censored_summary",
     "compare",
     "dispatch",
     "estimate",
     "load_results",
+    "log_t_ci",
+    "paired_difference",
     "resolve_device",
     "seed_everything",
     "seeds_of",
@@ -47,4 +57,4 @@ __all__ = [
     "write_metrics_csv",
     "write_results",
 ]
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -1,10 +1,12 @@
-"""Thin wrappers over scikit-learn / scipy metrics that validate input the same way."""
+"""Thin wrappers over scikit-learn / scipy metrics that validate input the same way.
+
+scikit-learn is imported only by the functions that use it (``pip install paperworks[metrics]``).
+"""
 
 from __future__ import annotations
 
 import numpy as np
 from scipy import stats as _st
-from sklearn import metrics as _skm
 
 
 def _pair(y_true, y_pred):
@@ -16,24 +18,32 @@ def _pair(y_true, y_pred):
     return a, b
 
 
+def _sk():
+    try:
+        from sklearn import metrics
+    except ImportError as e:  # pragma: no cover
+        raise ImportError("paperworks.metrics needs scikit-learn: pip install 'paperworks[metrics]'") from e
+    return metrics
+
+
 def accuracy(y_true, y_pred) -> float:
-    return float(_skm.accuracy_score(*_pair(y_true, y_pred)))
+    return float(_sk().accuracy_score(*_pair(y_true, y_pred)))
 
 
 def auroc(y_true, scores) -> float:
-    return float(_skm.roc_auc_score(*_pair(y_true, scores)))
+    return float(_sk().roc_auc_score(*_pair(y_true, scores)))
 
 
 def rmse(y_true, y_pred) -> float:
-    return float(np.sqrt(_skm.mean_squared_error(*_pair(y_true, y_pred))))
+    return float(np.sqrt(_sk().mean_squared_error(*_pair(y_true, y_pred))))
 
 
 def mae(y_true, y_pred) -> float:
-    return float(_skm.mean_absolute_error(*_pair(y_true, y_pred)))
+    return float(_sk().mean_absolute_error(*_pair(y_true, y_pred)))
 
 
 def r2(y_true, y_pred) -> float:
-    return float(_skm.r2_score(*_pair(y_true, y_pred)))
+    return float(_sk().r2_score(*_pair(y_true, y_pred)))
 
 
 def spearman(x, y) -> float:

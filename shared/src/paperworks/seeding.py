@@ -41,13 +41,22 @@ def seed_everything(seed: int, *, deterministic: bool = False) -> np.random.Gene
 
 
 def seeds_of(cfg) -> list[int]:
-    """``cfg.seeds`` (a list, or an int meaning ``range(n)``) or else ``[cfg.seed]``."""
+    """The seeds of a run: ``cfg.seeds`` (a list, or an int N) or else ``[cfg.seed]``.
+
+    With ``seeds: N``, ``seed`` indexes a block of N seeds: ``seed·N … seed·N + N − 1``, so a
+    sweep ``-m seed=0,1,2`` runs disjoint seed sets that ``python -m paperworks aggregate`` can pool.
+    """
     seeds = cfg.get("seeds", None)
     if seeds is None:
         return [int(cfg.get("seed", 0))]
-    if isinstance(seeds, int):
+    if isinstance(seeds, int) and not isinstance(seeds, bool):
         if seeds < 1:
             raise ValueError(f"seeds must be >= 1, got {seeds}")
-        base = int(cfg.get("seed", 0))
-        return list(range(base, base + seeds))
-    return [int(s) for s in seeds]
+        block = int(cfg.get("seed", 0))
+        if block < 0:
+            raise ValueError(f"seed must be >= 0, got {block}")
+        return list(range(block * seeds, block * seeds + seeds))
+    out = [int(s) for s in seeds]
+    if not out:
+        raise ValueError("seeds must not be an empty list")
+    return out
