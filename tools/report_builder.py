@@ -273,13 +273,17 @@ table{border-collapse:collapse;width:100%;font-size:14px;margin:6px 0 10px}
 td,th{border:1px solid var(--line);padding:5px 8px;vertical-align:top;text-align:left}
 th{background:var(--bg);font-weight:600;white-space:nowrap}
 td.num{white-space:nowrap;font-variant-numeric:tabular-nums}
+td.est{font-variant-numeric:tabular-nums;min-width:120px}td.est span,td.est i{white-space:nowrap;font-style:normal}
+td.stmt{min-width:220px}td.rule{min-width:140px;max-width:260px}td.v{min-width:150px;max-width:280px}
+.tw{overflow-x:auto;max-width:100%}
+.zero{color:#8c959f!important;font-weight:400}
 td.nw{white-space:nowrap}
 table.overview td{white-space:nowrap}table.overview td.t{white-space:normal;min-width:260px}
 table.checks{font-size:13px;width:auto;max-width:100%}
 .v{font-weight:700;white-space:nowrap}
 .supported,.pass{color:var(--ok)}.not-supported,.fail{color:var(--no)}.inconclusive{color:var(--inc)}
 .reason{display:block;font-weight:400;font-size:12.5px;color:var(--muted);white-space:normal;min-width:150px}
-.rule{font-size:13px}
+.rule{font-size:13px}table.claims td:first-child{white-space:nowrap}
 .note{display:block;font-size:12.5px;color:var(--muted);margin-top:3px}
 .meta{color:var(--muted);font-size:13px;margin:2px 0 6px}
 code{font:12.5px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;background:var(--bg);
@@ -336,20 +340,28 @@ def _claims_table(doc: dict) -> str:
     head += ["rule", "verdict"]
     rows = []
     for c, r in zip(claims, claim_rows(claims)):
-        bases = "<br>".join(f"{_esc(k)}: {_esc(fmt_estimate(v))}" for k, v in c.get("baselines", {}).items()) or "—"
+        bases = "<br>".join(f"{_est_html(f'{k}: ' + fmt_estimate(v))}"
+                            for k, v in c.get("baselines", {}).items()) or "—"
         cells = [f"<td><code>{_esc(c['id'])}</code></td>",
-                 f"<td>{inline(c['statement'])}"
+                 f"<td class='stmt'>{inline(c['statement'])}"
                  + (f"<span class='note'>{inline(c['notes'])}</span>" if c.get("notes") else "") + "</td>",
                  f"<td>{inline(c['metric'])}</td>",
-                 f"<td class='num'>{_esc(r['method'])}</td>",
-                 f"<td class='num'>{bases}</td>"]
+                 f"<td class='est'>{_est_html(r['method'])}</td>",
+                 f"<td class='est'>{bases}</td>"]
         if paired:
-            d = "<br>".join(f"vs {_esc(k)}: {_esc(fmt_estimate(v))}" for k, v in (c.get("differences") or {}).items())
-            cells.append(f"<td class='num'>{d or '—'}</td>")
+            d = "<br>".join(f"{_est_html(f'vs {k}: ' + fmt_estimate(v))}"
+                            for k, v in (c.get("differences") or {}).items())
+            cells.append(f"<td class='est'>{d or '—'}</td>")
         cells += [f"<td class='rule'>{inline(r['rule'])}</td>", _verdict_cell(c)]
         rows.append("<tr>" + "".join(cells) + "</tr>")
-    return ("<table class='claims'><thead><tr>" + "".join(f"<th>{h}</th>" for h in head)
-            + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+    return ("<div class='tw'><table class='claims'><thead><tr>" + "".join(f"<th>{h}</th>" for h in head)
+            + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>")
+
+
+def _est_html(s: str) -> str:
+    """``name: 0.81 [0.76, 0.86]`` with the value and the interval each kept on one line."""
+    head, sep, ci = s.partition(" [")
+    return f"<span>{_esc(head)}</span> <i>[{_esc(ci)}</i>" if sep else f"<span>{_esc(s)}</span>"
 
 
 def _checks_table(doc: dict) -> str:
@@ -406,7 +418,10 @@ def _overview_cells(p: Package, out_dir: Path) -> dict[str, str]:
         return "<br>".join(f(r) for r in runs) if runs else "—"
 
     def cnt(key):
-        return lines(lambda r: f"<span class='{key.replace(' ', '-')}'>{counts(r.doc)[key]}</span>")
+        def one(r):
+            n = counts(r.doc)[key]
+            return f"<span class='{key.replace(' ', '-')}{' zero' if n == 0 else ''}'>{n}</span>"
+        return lines(one)
 
     def exp(r: Run) -> str:
         t = "record" if r.record else ("demo: " + CAVEAT.split(";")[0] if r.small else "run")

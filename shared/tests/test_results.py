@@ -7,6 +7,7 @@ from omegaconf import OmegaConf
 from paperworks import Claim, Estimate, load_results, validate_results, write_results
 from paperworks.hydra_glue import execute
 
+
 def _doc(tmp_path, claims):
     return write_results(tmp_path, package="paperworks", experiment="smoke", config={"a": np.int64(3)},
                          claims=claims, seeds=[0, 1], timings={"total_s": 1.5},

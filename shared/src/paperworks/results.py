@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from paperworks import rules as _rules
-from paperworks.rules import VERDICTS, as_estimate, check_better, compare, describe, threshold_verdict
+from paperworks.rules import VERDICTS, as_estimate, check_better, describe
 from paperworks.stats import Estimate, estimate, paired_difference
 
 SCHEMA_VERSION = 2

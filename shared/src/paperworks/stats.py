@@ -162,7 +162,8 @@ def _clip(est: Estimate, bounds) -> Estimate:
     lo, hi = bounds
     if est.value < lo - 1e-12 or est.value > hi + 1e-12:
         raise ValueError(f"values lie outside the metric's bounds {bounds}: mean {est.value}")
-    clip = (lambda v: None if v is None else min(max(v, lo), hi))
+    def clip(v):
+        return (None if v is None else min(max(v, lo), hi))
     return Estimate(est.value, clip(est.lower), clip(est.upper), est.n, est.level, est.method,
                     est.n_censored, (lo, hi), est.samples)
 
