@@ -2,7 +2,9 @@ import csv
 
 from paperworks.testing import run_cli
 
-CLAIMS = {"ftp_constant_loss_pricing", "loss_under_bound", "robust_rate_pricing", "robust_beats_ric_h"}
+CLAIMS = {"robust_rate_pricing", "robust_beats_ric_h"}
+# paper claims 1 (FTP brittle) and 2 (the bound) hold by construction: checks, shown apart
+CHECKS = {"ftp_constant_loss_pricing", "loss_under_bound"}
 
 
 def test_smoke_cli_writes_results(tmp_path):
@@ -10,6 +12,8 @@ def test_smoke_cli_writes_results(tmp_path):
     assert doc["package"] == "robustpredict"
     assert doc["experiment"] == "smoke"
     assert {c["id"] for c in doc["claims"]} == CLAIMS
+    assert {c["id"] for c in doc["checks"]} == CHECKS
+    assert all(c["verdict"] == "supported" for c in doc["checks"])
     rows = list(csv.DictReader(open(tmp_path / "run" / "metrics.csv")))
     # the brief's smoke check: robust < FTP at every η, and robust falls with η
     by = {}

@@ -1,4 +1,4 @@
-"""robustpredict — robustified follow-the-prediction for contextual optimization.
+"""Robustified follow-the-prediction for contextual optimization.
 
 Wrap any black-box predictor ``x -> ŷ`` into a decision policy that acts optimally against the
 worst state within ε of the prediction, with ε set from held-out error; closed forms for posted
