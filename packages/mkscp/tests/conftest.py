@@ -1,12 +1,13 @@
 import numpy as np
 import pytest
-from threadpoolctl import threadpool_limits
+
+from paperworks.bench import pinned_threads
 
 
 @pytest.fixture(autouse=True, scope="session")
 def _one_blas_thread():
     # the machine is shared: one BLAS thread is faster than two oversubscribed ones
-    with threadpool_limits(limits=1):
+    with pinned_threads(1):
         yield
 
 

@@ -1,4 +1,4 @@
-"""mkscp — the Multivariate Kernel Score for multivariate conformal prediction (Meyer & Xu, arXiv 2604.21595)."""
+"""The Multivariate Kernel Score for multivariate conformal prediction (Meyer & Xu, arXiv 2604.21595)."""
 
 from mkscp.base import BaseScore, UnboundedRegionWarning, conformal_quantile, min_calibration_size
 from mkscp.baselines import (

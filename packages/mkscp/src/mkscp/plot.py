@@ -46,15 +46,18 @@ def plot_regions(grids, path):
 
 
 def plot_bench(rows, path):
-    """Fit and scoring time against n_fit, exact vs Nyström."""
+    """Fit and scoring CPU time against n_fit, exact vs Nyström (median over the bench's repeats)."""
     plt = use_style()
     fig, ax = plt.subplots()
-    for variant in sorted({r["variant"] for r in rows if "n_fit" in r}):
-        rs = sorted((r for r in rows if r.get("variant") == variant and "n_fit" in r), key=lambda r: r["n_fit"])
-        ax.plot([r["n_fit"] for r in rs], [r["fit_s"] for r in rs], marker="o", label=f"{variant} fit")
-        ax.plot([r["n_fit"] for r in rs], [r["score_s"] for r in rs], marker="s", ls="--", label=f"{variant} score")
+    for what, ls in (("fit", "-"), ("score", "--")):
+        for variant in ("exact", "nystrom"):
+            rs = sorted((r for r in rows if r.get("what") == what and r.get("variant") == variant),
+                        key=lambda r: r["n_fit"])
+            if rs:
+                ax.plot([r["n_fit"] for r in rs], [r["cpu_median_s"] for r in rs], marker="o", ls=ls,
+                        label=f"{variant} {what}")
     ax.set_xlabel("n_fit")
-    ax.set_ylabel("seconds")
+    ax.set_ylabel("CPU seconds")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.legend()

@@ -102,7 +102,8 @@ def convergence_study(cfg) -> dict:
     gap = [a - b for a, b in zip(slopes["embedded6"], slopes["d2"])]
     gap_full = [a - b for a, b in zip(slopes["full6"], slopes["d2"])]
     summary = {k: estimate(v).to_dict() for k, v in slopes.items()}
-    return {"rows": rows, "summary": summary, "slope_gap": estimate(gap), "slope_gap_full": estimate(gap_full)}
+    return {"rows": rows, "summary": summary, "slopes": slopes, "slope_gap": estimate(gap),
+            "slope_gap_full": estimate(gap_full)}
 
 
 def macrodata_demo(cfg) -> dict:

@@ -1,0 +1,37 @@
+import sys
+
+from mkscp.run import run
+
+from paperworks.hydra_glue import compose, execute
+
+# threads=null: no thread pinning in-process (conftest pins BLAS to 1 thread already; paperworks'
+# set_threads imports torch when it is installed, seconds of a short suite)
+SMALL = ["threads=null", "dims=[2]", "residuals=[banana]", "alphas=[0.1]", "n_train=200", "n_fit=100",
+         "n_cal=100", "n_test=100", "n_mc=1000", "split_check.reps=3", "convergence.n_fits=[40,80]",
+         "convergence.n_ref=120", "convergence.n_eval=60", "identities.n_fit=60"]
+
+
+def test_smoke_without_matplotlib_writes_results_and_no_plots(tmp_path, monkeypatch):
+    for name in list(sys.modules):
+        if name == "mkscp.plot" or name == "matplotlib" or name.startswith("matplotlib."):
+            monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+    doc = execute("mkscp", run, compose("mkscp", ["experiment=smoke", *SMALL]), tmp_path)
+    assert (tmp_path / "results.json").exists()
+    assert not list(tmp_path.glob("*.png"))
+    assert {c["id"] for c in doc["checks"]} >= {"gp_posterior_variance", "mmd_minus_kpca", "coverage_alpha_0.1"}
+
+
+def test_bench_tiny():
+    cfg = compose("mkscp", ["experiment=bench", "bench.repeats=3", "bench.warmup=0", "bench.n_score=500",
+                            "bench.n_fits=[60,120]", "bench.n_fit_claim=60", "bench.nystrom_components=30",
+                            "bench.volume_points=[200]"])
+    out = run(cfg)
+    by_id = {c.id: c for c in out["claims"]}
+    assert set(by_id) == {"scoring_100k_points", "nystrom_scales"}
+    t = by_id["scoring_100k_points"]
+    assert t.method.has_ci and "CPU time" in t.metric and set(t.baselines) == {"mahalanobis", "kde", "mmd"}
+    ny = by_id["nystrom_scales"]
+    assert ny.rule["paired"] and ny.rule["scale"] == "log" and ny.differences["exact"].n == 3
+    assert {r["what"] for r in out["metrics"]} == {"fit", "score", "volume"}
+    assert all("cpu_median_s" in r for r in out["metrics"])
