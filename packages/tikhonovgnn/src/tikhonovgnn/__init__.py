@@ -1,4 +1,4 @@
-"""tikhonovgnn — the Tikhonov layer, a GNN layer interpretable by design (arXiv 2605.28578).
+"""The Tikhonov layer, a GNN layer interpretable by design (arXiv 2605.28578).
 
 ``R = (p(L) + Q)^{-1} Q``: positive node-importance scores ``q`` from a Q-network and a polynomial
 ``p ≥ 0`` on the Laplacian spectrum; ``Rx`` minimises ``(y-x)^T Q (y-x) + y^T p(L) y``.

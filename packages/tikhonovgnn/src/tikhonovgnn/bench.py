@@ -1,29 +1,31 @@
 """Forward+backward time and peak memory: dense and CG Tikhonov paths against a 2-layer GCN.
 
-Each method runs in its own fresh process (``multiprocessing`` spawn), sizes in ascending order, and
-a measurement's memory is the rise of the peak resident set (``ru_maxrss``) over its value after
-building that size's graph. Ascending sizes make each peak the largest so far, so the rise is that
-size's own (a fresh process per measurement would be cleaner but costs a Python + torch start-up each).
+Time goes through :func:`paperworks.bench.compare`: for each graph size the candidates run
+interleaved on the same graph with the threads pinned, and the time ratio to the GCN is the
+median of per-round paired ratios with a bootstrap interval. Memory goes through
+:func:`paperworks.bench.peak_memory`: one fresh process per measurement, the graph and the model
+built by :func:`make_case` before the counter is reset, so only the pass itself is charged.
 """
 
 from __future__ import annotations
 
-import multiprocessing as mp
-import resource
-import time
+import functools
 
 import numpy as np
 
-__all__ = ["measure", "measure_series", "measure_isolated"]
+__all__ = ["METHODS", "make_case", "forward_backward", "time_methods", "memory_mib"]
+
+METHODS = ("gcn", "cg", "dense")
 
 
-def measure(method: str, num_nodes: int, *, avg_degree: float = 10.0, channels: int = 16, degree: int = 3,
-            repeats: int = 2, seed: int = 0, threads: int = 1, cg_tol: float = 1e-5) -> dict:
-    """Median wall time of one forward+backward pass and peak extra memory (MiB) of ``method``.
+def make_case(method: str, num_nodes: int, *, avg_degree: float = 10.0, channels: int = 16, degree: int = 3,
+              seed: int = 0, cg_tol: float = 1e-5, threads: int | None = None, graph=None) -> tuple:
+    """``(model, x, edge_index)`` for one forward+backward pass of ``method`` on a random graph.
 
     ``method``: ``"dense"`` / ``"cg"`` (a :class:`~tikhonovgnn.TikhonovLayer`, ``channels → channels``)
     or ``"gcn"`` (PyG ``GCN``, 2 layers, hidden ``channels``). The Tikhonov layer gets a non-flat
     ``p`` (Bernstein coefficients ``0, …, 4``, a low-pass filter) so CG has real work to do.
+    ``threads`` pins the process's threads (for a fresh process); ``graph`` reuses a built graph.
     """
     import torch
     from torch_geometric.nn.models import GCN
@@ -31,11 +33,15 @@ def measure(method: str, num_nodes: int, *, avg_degree: float = 10.0, channels: 
     from tikhonovgnn.data import random_graph
     from tikhonovgnn.tikhonov import TikhonovLayer
 
-    if method not in ("dense", "cg", "gcn"):
-        raise ValueError(f"method must be 'dense', 'cg' or 'gcn', got {method!r}")
-    torch.set_num_threads(threads)
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if threads is not None:
+        from paperworks.threads import set_threads
+
+        set_threads(int(threads))
+    g = graph if graph is not None else random_graph(num_nodes, avg_degree, np.random.default_rng(seed),
+                                                     channels=channels)
     torch.manual_seed(seed)
-    g = random_graph(num_nodes, avg_degree, np.random.default_rng(seed), channels=channels)
     if method == "gcn":
         model = GCN(channels, channels, 2)
     else:
@@ -43,45 +49,43 @@ def measure(method: str, num_nodes: int, *, avg_degree: float = 10.0, channels: 
         with torch.no_grad():
             theta = torch.linspace(0.0, 4.0, degree + 1).clamp_min(1e-3)
             model.poly.raw.copy_(torch.log(torch.expm1(theta)))
-    x = g.x.requires_grad_(True)
-    base_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    times = []
-    for _ in range(repeats + 1):  # the first pass warms up
-        t0 = time.perf_counter()
-        out = model(x, g.edge_index)
-        out.square().mean().backward()
-        times.append(time.perf_counter() - t0)
-        model.zero_grad(set_to_none=True)
-        x.grad = None
-    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return {"method": method, "num_nodes": num_nodes, "num_edges": int(g.edge_index.size(1)),
-            "time_s": float(np.median(times[1:])), "peak_extra_mib": max(peak_kb - base_kb, 0) / 1024.0}
+    return model, g.x.clone().requires_grad_(True), g.edge_index
 
 
-def measure_series(method: str, sizes, **kwargs) -> list[dict]:
-    """:func:`measure` for each size, in ascending order."""
-    return [measure(method, int(n), **kwargs) for n in sorted(int(n) for n in sizes)]
+def forward_backward(model, x, edge_index) -> None:
+    """One forward and backward pass (the unit that is timed and whose memory is measured)."""
+    out = model(x, edge_index)
+    out.square().mean().backward()
+    model.zero_grad(set_to_none=True)
+    x.grad = None
 
 
-def _worker(queue, args, kwargs):
-    try:
-        queue.put(("ok", measure_series(*args, **kwargs)))
-    except BaseException as e:  # report, do not hang the parent
-        queue.put(("error", f"{type(e).__name__}: {e}"))
+def time_methods(methods, num_nodes: int, *, repeats: int = 5, warmup: int = 1, threads=1, avg_degree: float = 10.0,
+                 channels: int = 16, degree: int = 3, seed: int = 0, cg_tol: float = 1e-5):
+    """Time ``methods`` on one random graph of ``num_nodes`` nodes, interleaved.
+
+    Returns ``(BenchResult, num_edges)``; ``res.speedup("gcn", over="cg")`` is time(CG) / time(GCN).
+    """
+    from paperworks.bench import compare
+    from tikhonovgnn.data import random_graph
+
+    methods = list(methods)
+    bad = [m for m in methods if m not in METHODS]
+    if bad:
+        raise ValueError(f"method must be one of {METHODS}, got {bad}")
+    g = random_graph(num_nodes, avg_degree, np.random.default_rng(seed), channels=channels)
+    cases = {m: make_case(m, num_nodes, channels=channels, degree=degree, seed=seed, cg_tol=cg_tol, graph=g)
+             for m in methods}
+    res = compare({m: functools.partial(forward_backward, *cases[m]) for m in methods}, repeats=repeats,
+                  warmup=warmup, threads=threads)
+    return res, int(g.edge_index.size(1))
 
 
-def measure_isolated(method: str, sizes, *, timeout: float = 600.0, **kwargs) -> list[dict]:
-    """:func:`measure_series` in a fresh spawned process (peak memory not polluted by other methods)."""
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    proc = ctx.Process(target=_worker, args=(queue, (method, list(sizes)), kwargs))
-    proc.start()
-    try:
-        status, value = queue.get(timeout=timeout)
-    finally:
-        proc.join(timeout=10)
-        if proc.is_alive():
-            proc.kill()
-    if status != "ok":
-        raise RuntimeError(f"benchmark {method} failed: {value}")
-    return value
+def memory_mib(method: str, num_nodes: int, *, threads: int = 1, timeout: float = 900.0, **case) -> float:
+    """Peak memory (MiB) of one forward+backward pass, in a fresh process, above the built inputs."""
+    from paperworks.bench import peak_memory
+
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    setup = functools.partial(make_case, method, int(num_nodes), threads=int(threads), **case)
+    return peak_memory(forward_backward, setup=setup, timeout=timeout).mib
