@@ -201,10 +201,15 @@ def hydra_cli(package: str, run: Callable, config_name: str = "config") -> Calla
     return main
 
 
-def compose(package: str, overrides: Sequence[str] = (), config_name: str = "config"):
-    """The resolved config of ``package`` with Hydra ``overrides``, for tests and notebooks."""
+def compose(package: str, overrides: Sequence[str] = (), config_name: str = "config", *,
+            return_hydra_config: bool = False):
+    """The resolved config of ``package`` with Hydra ``overrides``, for tests and notebooks.
+
+    ``return_hydra_config=True`` keeps the ``hydra`` node (launcher, sweeper, run dirs), e.g. to check
+    that ``hydra/launcher=submitit_slurm`` composes without a cluster.
+    """
     from hydra import compose as _compose
     from hydra import initialize_config_module
 
     with initialize_config_module(config_module=f"{package}.conf", version_base=None):
-        return _compose(config_name=config_name, overrides=list(overrides))
+        return _compose(config_name=config_name, overrides=list(overrides), return_hydra_config=return_hydra_config)
