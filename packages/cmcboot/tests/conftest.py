@@ -1,13 +1,14 @@
 import numpy as np
 import pytest
 from cmcboot import riverswim, riverswim_behaviours, simulate_datasets
-from threadpoolctl import threadpool_limits
+
+from paperworks.bench import pinned_threads
 
 
 @pytest.fixture(autouse=True, scope="session")
 def _one_blas_thread():
     # the suites share 2 cores: a multi-threaded BLAS on tiny matrices only slows them down
-    with threadpool_limits(limits=1, user_api="blas"):
+    with pinned_threads(1):
         yield
 
 

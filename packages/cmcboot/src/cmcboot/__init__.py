@@ -1,4 +1,4 @@
-"""cmcboot — model-based bootstrap of controlled Markov chains (Su, Banerjee & Klabjan, 2026).
+"""Model-based bootstrap of controlled Markov chains (Su, Banerjee & Klabjan, 2026).
 
 Confidence intervals for offline policy evaluation (``V^π``, ``Q^π``) and optimal values (``Q*``)
 from data of an unknown, possibly history-dependent behaviour policy; RiverSwim as a gymnasium env.
