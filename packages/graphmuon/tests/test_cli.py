@@ -6,8 +6,11 @@ def test_smoke_cli_writes_results(tmp_path):
     assert doc["package"] == "graphmuon"
     assert doc["experiment"] == "smoke"
     ids = {c["id"] for c in doc["claims"]}
-    assert {"muon_amplification", "graphmuon_mitigates", "recovers_muon", "step_cost_deep_K16",
-            "speedup_vs_muon_deep_K16", "speedup_vs_adamw_deep_K16", "speedup_deep_high"} <= ids
+    assert {"step_cost_deep_K16", "speedup_vs_muon_deep_K16", "speedup_vs_adamw_deep_K16", "speedup_deep_high",
+            "competitive_accuracy"} <= ids
+    checks = {c["id"]: c["verdict"] for c in doc["checks"]}
+    assert set(checks) == {"muon_amplification", "graphmuon_mitigates", "recovers_muon"}
+    assert checks["recovers_muon"] == "supported"  # Σ = I gives Muon bit for bit
     assert (tmp_path / "run" / "metrics.csv").exists()
-    assert (tmp_path / "run" / "speedups.png").exists()
+    assert (tmp_path / "run" / "speedups.png").exists()  # plots are drawn after results.json
     assert set(doc["extra"]["regimes"]) == {"deep_K1", "deep_K16"}

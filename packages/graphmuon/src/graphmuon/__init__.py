@@ -1,4 +1,4 @@
-"""graphmuon — GraphMuon, a graph-aware Muon optimizer (orthogonalisation in the propagated-input metric).
+"""GraphMuon, a graph-aware Muon optimizer (orthogonalisation in the propagated-input metric).
 
 The algorithm is reconstructed from the paper's abstract; see :mod:`graphmuon.optimizer`.
 

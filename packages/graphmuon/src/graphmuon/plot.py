@@ -11,15 +11,19 @@ from paperworks.plotting import savefig, use_style
 COLORS = {"adamw": "tab:gray", "muon": "tab:blue", "graphmuon": "tab:red"}
 
 
+def _ratio(a, b) -> float:
+    return a / b if a is not None and b is not None else math.nan  # None: no seed reached the target
+
+
 def plot_speedups(table: dict, path):
-    """Time-to-target speedup over AdamW per regime (Muon and GraphMuon)."""
+    """Time-to-target speedup over AdamW per regime (Muon and GraphMuon; medians over seeds that reached it)."""
     plt = use_style()
     names = list(table)
     fig, ax = plt.subplots(figsize=(max(5.0, 0.8 * len(names)), 3.6))
     x = np.arange(len(names))
     for i, opt in enumerate(("muon", "graphmuon")):
-        vals = [table[n]["adamw"]["time_to_target"] / table[n][opt]["time_to_target"] if opt in table[n] else math.nan
-                for n in names]
+        vals = [_ratio(table[n]["adamw"]["time_to_target"], table[n][opt]["time_to_target"]) if opt in table[n]
+                else math.nan for n in names]
         ax.bar(x + (i - 0.5) * 0.38, vals, 0.38, label=opt, color=COLORS[opt])
     ax.axhline(1.0, color="k", lw=0.8)
     ax.axhline(2.0, color="k", lw=0.8, ls="--", label="2× claim")
@@ -36,7 +40,8 @@ def plot_amplification(table: dict, path):
     fig, ax = plt.subplots(figsize=(max(5.0, 0.8 * len(names)), 3.6))
     x = np.arange(len(names))
     for i, opt in enumerate(("adamw", "muon", "graphmuon")):
-        vals = [table[n][opt]["amp"] if opt in table[n] else math.nan for n in names]
+        vals = [table[n][opt]["amp"] if opt in table[n] and table[n][opt]["amp"] is not None else math.nan
+                for n in names]
         ax.bar(x + (i - 1) * 0.27, vals, 0.27, label=opt, color=COLORS[opt])
     ax.set_xticks(x, names, rotation=30, ha="right")
     ax.set_ylabel("amplification ‖XΔWᵀ‖op / (‖ΔW‖op ‖X‖F/√d)")

@@ -106,3 +106,37 @@ def median_amp(run: dict) -> float:
     """Mean over graph weights of the median amplification over training (nan if none recorded)."""
     vals = [float(np.nanmedian(v)) for v in run["amp"].values() if v and np.isfinite(v).any()]
     return float(np.mean(vals)) if vals else math.nan
+
+
+def training_step(model: nn.Module, data, opts: list) -> None:
+    """One timed unit of :func:`train`: zero_grad, forward, backward and every optimizer's ``step``."""
+    model.train()
+    for o in opts:
+        o.zero_grad(set_to_none=True)
+    loss = F.cross_entropy(model(data)[data.train_mask], data.y[data.train_mask])
+    if not torch.isfinite(loss):
+        raise FloatingPointError("non-finite loss while timing steps: lower the learning rate")
+    loss.backward()
+    for o in opts:
+        o.step()
+
+
+def time_steps(make: dict[str, Callable[[], tuple[nn.Module, list]]], data, *, repeats: int = 15, warmup: int = 2,
+               threads=1):
+    """Per-step cost of several optimizers, interleaved with :func:`paperworks.bench.compare`.
+
+    ``make[name]()`` builds ``(model, optimizers)``; every candidate then takes ``warmup + repeats``
+    training steps on ``data``, the candidates alternating step by step, with the threads pinned.
+    Returns the :class:`~paperworks.bench.BenchResult` (``res.speedup("muon", over="graphmuon")`` is
+    GraphMuon's step time over Muon's).
+    """
+    from paperworks.bench import compare
+
+    built = {name: f() for name, f in make.items()}
+    cands = {name: (lambda m=m, o=o: training_step(m, data, o)) for name, (m, o) in built.items()}
+    res = compare(cands, repeats=repeats, warmup=warmup, threads=threads)
+    for _, opts in built.values():
+        for o in opts:
+            if hasattr(o, "remove_hooks"):
+                o.remove_hooks()
+    return res
