@@ -10,6 +10,7 @@ states (tested to 1e-5): what probe trajectories and tool-necessity probes read.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -120,6 +121,8 @@ def generate_with_states(model, tokenizer, prompts, *, max_new_tokens: int = 16,
     pad = int(ids[0, 0]) if (att[:, 0] == 0).any() else (getattr(tokenizer, "pad_token_id", None) or 0)
     gen = torch.Generator().manual_seed(seed)
     dev = next(model.parameters()).device
+    # transformers >= 5.2x names the KV cache argument `cache` (`past_key_values` before)
+    cache_arg = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
     was = model.training
     model.eval()
     try:
@@ -149,8 +152,9 @@ def generate_with_states(model, tokenizer, prompts, *, max_new_tokens: int = 16,
                 break
             att_d = torch.cat([att_d, torch.ones(B, 1, dtype=att_d.dtype, device=dev)], dim=1)
             pos = pos[:, -1:] + 1
+            past = out.get("cache", None) if "cache" in out else out.past_key_values
             out = model(input_ids=nxt[:, None].to(dev), attention_mask=att_d, position_ids=pos,
-                        past_key_values=out.past_key_values, use_cache=True, output_hidden_states=True)
+                        use_cache=True, output_hidden_states=True, **{cache_arg: past})
     finally:
         model.train(was)
     tokens_t, mask_t = torch.stack(tokens, 1), torch.stack(mask, 1)
