@@ -48,3 +48,18 @@ def test_bad_input():
         fit_importance(g, np.full(3, 0.6))
     with pytest.raises(ValueError, match="static"):
         fit_importance(graphs.dynamic_groups(10, 5), np.full(10, 0.6))
+
+
+def test_planted_topology_mix_is_not_degree_rank(rng):
+    """With a mixing vector the planted importance follows the features' mix, not degree alone."""
+    from paperworks.metrics import spearman
+
+    g = graphs.barabasi_albert(200, 3, seed=0)
+    f = graphs.topology_features(g)
+    w = np.array([-1.0, 0.0, 1.0, 0.0])              # low degree, high clustering
+    q = planted_accuracy(g, rng=rng, noise=0.0, weights=w)
+    assert q.min() >= 0.5 and q.max() <= 0.9
+    assert spearman(f @ w, q) > 0.99                 # noise-free: the percentile of the mix itself
+    assert spearman(g.degree().astype(float), q) < 0
+    with pytest.raises(ValueError, match="weights"):
+        planted_accuracy(g, rng=rng, weights=np.zeros(4))

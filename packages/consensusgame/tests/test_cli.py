@@ -1,8 +1,11 @@
+import sys
+
+from paperworks.hydra_glue import compose, execute
 from paperworks.testing import run_cli
 
-CLAIMS = {"op_prevents_conventions", "attention_recovers_importance", "conformity_lowers_accuracy_static",
-          "conformity_raises_dishonesty_static", "accuracy_loss_grows_with_n", "groups_smaller_accuracy_loss",
-          "groups_conformity_raises_agreement", "trained_beats_random"}
+CLAIMS = {"op_prevents_conventions", "attention_recovers_importance", "attention_beats_topology_heuristics",
+          "conformity_lowers_accuracy_static", "conformity_raises_dishonesty_static", "accuracy_loss_grows_with_n",
+          "groups_smaller_accuracy_loss", "groups_conformity_raises_agreement", "trained_beats_random"}
 
 
 def test_smoke_cli_writes_results(tmp_path):
@@ -10,6 +13,22 @@ def test_smoke_cli_writes_results(tmp_path):
     assert doc["package"] == "consensusgame"
     assert doc["experiment"] == "smoke"
     assert {c["id"] for c in doc["claims"]} == CLAIMS
+    # smoke has no honest baseline: only the random-rate check; it must pass (the game draws uniformly)
+    assert {c["id"]: c["verdict"] for c in doc["checks"]} == {"random_round1_accuracy_is_1_over_k": "supported"}
     assert (tmp_path / "run" / "metrics.csv").exists()
     assert (tmp_path / "run" / "conformity_sweep.png").exists()
     assert list((tmp_path / "run" / "checkpoints").glob("*.msgpack"))
+
+
+def test_smoke_without_matplotlib_writes_results_and_no_plots(tmp_path, monkeypatch):
+    """The glue writes results.json before plotting: without matplotlib the run still succeeds."""
+    from consensusgame.run import run
+
+    for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")
+                 or m == "consensusgame.plot"]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    doc = execute("consensusgame", run, compose("consensusgame", ["experiment=smoke"]), tmp_path)
+    assert (tmp_path / "results.json").exists()
+    assert {c["id"] for c in doc["claims"]} == CLAIMS
+    assert not list(tmp_path.glob("*.png"))

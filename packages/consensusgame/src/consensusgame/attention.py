@@ -122,11 +122,23 @@ def _fit(key, f, snd, rcv, has_nb, qj, *, hidden, steps, batch, lr, n_options):
 
 
 def planted_accuracy(graph: Graph, *, rng: np.random.Generator, low: float = 0.5, high: float = 0.9,
-                     noise: float = 0.5) -> np.ndarray:
-    """Planted importance: ``q_j`` rises with the percentile of ``log(1+deg_j) + noise·ε_j``
-    (influence grows with in-degree, blurred), mapped linearly to ``[low, high]``."""
-    deg = np.log1p(graph.degree().astype(float))
-    deg = (deg - deg.mean()) / (deg.std() or 1.0)
-    latent = deg + noise * rng.standard_normal(graph.n_nodes)
+                     noise: float = 0.5, weights=None) -> np.ndarray:
+    """Planted importance ``q_j`` in ``[low, high]``: the percentile of a latent topology score
+    plus ``noise·ε_j``, mapped linearly.
+
+    ``weights=None``: the latent is the standardised ``log(1+deg_j)`` (influence grows with
+    in-degree, blurred), which ranking nodes by degree recovers without learning anything.
+    ``weights`` (4,): the latent is ``topology_features(graph) @ weights`` (normalised), a mix of
+    log-degree, PageRank, clustering and core number that the layer must find from behaviour.
+    """
+    if weights is None:
+        lat = np.log1p(graph.degree().astype(float))
+    else:
+        w = np.asarray(weights, dtype=float)
+        if w.shape != (4,) or not np.all(np.isfinite(w)) or not np.any(w):
+            raise ValueError(f"weights must be 4 finite numbers, not all zero, got {weights!r}")
+        lat = topology_features(graph) @ (w / np.linalg.norm(w))
+    lat = (lat - lat.mean()) / (lat.std() or 1.0)
+    latent = lat + noise * rng.standard_normal(graph.n_nodes)
     pct = np.argsort(np.argsort(latent)) / max(graph.n_nodes - 1, 1)
     return low + (high - low) * pct
