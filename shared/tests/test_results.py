@@ -99,7 +99,7 @@ def test_git_commit_scopes_dirtiness_to_the_package(tmp_path, monkeypatch):
     monkeypatch.delenv("PAPERWORKS_GIT_COMMIT", raising=False)
     run = lambda *a: subprocess.run(["git", "-C", str(tmp_path), *a], check=True, capture_output=True)  # noqa: E731
     run("init", "-q")
-    for d in ("packages/a", "packages/b", "shared"):
+    for d in ("packages/a", "packages/b", "shared/src/paperworks/lm", "shared/tests"):
         (tmp_path / d).mkdir(parents=True)
         (tmp_path / d / "x.py").write_text("1\n")
     run("add", "-A")
@@ -111,7 +111,10 @@ def test_git_commit_scopes_dirtiness_to_the_package(tmp_path, monkeypatch):
     (tmp_path / "packages" / "a" / "new.py").write_text("2\n")
     assert git_commit(tmp_path / "packages" / "a") == sha + "+dirty"
     (tmp_path / "packages" / "a" / "new.py").unlink()
-    (tmp_path / "shared" / "x.py").write_text("3\n")
+    (tmp_path / "shared" / "tests" / "x.py").write_text("3\n")  # shared's tests do not change a run
+    (tmp_path / "shared" / "src" / "paperworks" / "lm" / "x.py").write_text("3\n")  # nor paperworks.lm, unimported
+    assert git_commit(tmp_path / "packages" / "a") == sha
+    (tmp_path / "shared" / "src" / "paperworks" / "y.py").write_text("3\n")
     assert git_commit(tmp_path / "packages" / "a") == sha + "+dirty"
     outside = tmp_path.parent / f"{tmp_path.name}-norepo"
     outside.mkdir()

@@ -372,8 +372,9 @@ def git_commit(path: Path | str | None = None) -> str:
     """The HEAD commit of the repository holding ``path``, or ``unknown``.
 
     ``+dirty`` is appended when the code that ran differs from that commit: uncommitted or
-    untracked changes under ``path`` (the package) or the repository's ``shared/``; other
-    packages' edits do not count. ``PAPERWORKS_GIT_COMMIT`` overrides (installs outside a checkout).
+    untracked changes under ``path`` (the package) or the common package's source and pyproject
+    (``shared/src``, without ``paperworks/lm`` unless the run imported it); other packages' edits,
+    shared's tests and docs do not count. ``PAPERWORKS_GIT_COMMIT`` overrides (installs outside a checkout).
     """
     env = os.environ.get("PAPERWORKS_GIT_COMMIT")
     if env:
@@ -388,7 +389,13 @@ def git_commit(path: Path | str | None = None) -> str:
     try:
         sha = git("rev-parse", "HEAD")
         top = Path(git("rev-parse", "--show-toplevel"))
-        scopes = [str(where)] + ([str(top / "shared")] if (top / "shared").is_dir() else [])
+        scopes = [str(where)]
+        if (top / "shared").is_dir():
+            # the common package's runtime code; its tests and docs do not change a run, and the
+            # optional paperworks.lm only counts for runs that imported it
+            scopes += [str(top / "shared" / "src"), str(top / "shared" / "pyproject.toml")]
+            if "paperworks.lm" not in sys.modules:
+                scopes.append(f":(exclude){top / 'shared' / 'src' / 'paperworks' / 'lm'}")
         dirty = git("status", "--porcelain", "--", *scopes)
         return sha + ("+dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):

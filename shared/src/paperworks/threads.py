@@ -44,14 +44,8 @@ def set_threads(spec="auto") -> int:
         _LIMITS[:] = [threadpool_limits(limits=n)]
     except ImportError:  # pragma: no cover
         pass
-    if "torch" in sys.modules or _has("torch"):
-        import torch
-
-        torch.set_num_threads(n)
+    # torch reads OMP_NUM_THREADS when it is first imported; pin it here only if it is already
+    # loaded, so numpy-only packages do not pay torch's import
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(n)
     return n
-
-
-def _has(name: str) -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec(name) is not None
