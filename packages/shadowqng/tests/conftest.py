@@ -1,11 +1,12 @@
 import numpy as np
 import pytest
-from threadpoolctl import threadpool_limits
+
+from paperworks.bench import pinned_threads
 
 
 @pytest.fixture(autouse=True, scope="session")
 def _one_blas_thread():
-    with threadpool_limits(1):
+    with pinned_threads(1):
         yield
 
 

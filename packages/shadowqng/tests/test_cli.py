@@ -8,12 +8,15 @@ def test_smoke_cli_writes_results(tmp_path):
     assert doc["package"] == "shadowqng"
     assert doc["experiment"] == "smoke"
     ids = {c["id"] for c in doc["claims"]}
-    assert {"qfim_is_covariance", "shadow_concentration", "k_lowers_bias", "k_raises_variance", "active_set_gd",
-            "vqe_per_shot_tfim", "stationary_neighbourhood"} <= ids
-    cov = next(c for c in doc["claims"] if c["id"] == "qfim_is_covariance")
-    assert cov["verdict"] == "supported"  # an identity, exact to rounding
+    assert {"shadow_concentration", "k_lowers_bias", "k_raises_variance", "vqe_per_shot_tfim",
+            "stationary_neighbourhood"} <= ids
+    # claims 1 and 4 are identities of the construction: checks, exact to rounding
+    checks = {c["id"]: c for c in doc["checks"]}
+    assert set(checks) == {"qfim_is_covariance", "active_set_gd"}
+    assert all(c["verdict"] == "supported" for c in checks.values())
     vqe = next(c for c in doc["claims"] if c["id"] == "vqe_per_shot_tfim")
     assert set(vqe["baselines"]) == {"sgd", "adam", "bdqng", "rng"}
+    assert vqe["rule"]["kind"] == "compare_all" and vqe["rule"]["paired"]
     assert all(math.isfinite(v["value"]) for v in vqe["baselines"].values())
     assert (tmp_path / "run" / "metrics.csv").exists()
     assert (tmp_path / "run" / "energy_vs_shots.png").exists()

@@ -1,4 +1,4 @@
-"""shadowqng — a locality-aware QFIM surrogate for quantum natural gradient, estimated from classical shadows.
+"""A locality-aware QFIM surrogate for quantum natural gradient, estimated from classical shadows.
 
 Public API (PennyLane's idiom)::
 
