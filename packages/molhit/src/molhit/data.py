@@ -1,15 +1,14 @@
-"""Data: the MOSES CSVs inside the ``molsets`` wheel, users' SMILES files, and graph tensors.
+"""Data: the MOSES CSVs (vendored from the ``molsets`` 0.3.1 wheel), users' SMILES files, and graph tensors.
 
-``molsets`` is installed with ``pip install --no-deps molsets`` (its pinned ``pomegranate``
-does not build on Python 3.11) and ``import moses`` fails on current RDKit, so the CSVs are
-found by path through ``importlib.util.find_spec`` without importing the package.
+``molsets`` pins a ``pomegranate`` that does not build on Python 3.11 and ``import moses`` fails
+on current RDKit, so the MOSES splits ship inside this package, unchanged, under
+``molhit/_vendor/moses/dataset/data`` (see ``_vendor/moses/VENDORED.md``).
 """
 
 from __future__ import annotations
 
 import csv
 import gzip
-import importlib.util
 import logging
 from pathlib import Path
 
@@ -21,19 +20,18 @@ from paperworks import atomic_write_text, cache_dir
 
 log = logging.getLogger(__name__)
 SPLITS = {"train": "train.csv.gz", "test": "test.csv.gz", "test_scaffolds": "test_scaffolds.csv.gz"}
-INSTALL = "pip install --no-deps molsets==0.3.1"
+# MOSES's files (molsets 0.3.1), vendored: molsets itself does not install on Python 3.11 with its deps
+MOSES_DIR = Path(__file__).resolve().parent / "_vendor" / "moses"
+INSTALL = "pip install --force-reinstall paperworks-molhit"
 
 
 def moses_path(split: str = "train") -> Path:
-    """Path of a MOSES split shipped in the ``molsets`` wheel."""
+    """Path of a MOSES split (the CSVs of the ``molsets`` 0.3.1 wheel, shipped inside molhit)."""
     if split not in SPLITS:
         raise ValueError(f"split must be one of {sorted(SPLITS)}, got {split!r}")
-    spec = importlib.util.find_spec("moses")
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError(f"the MOSES data set is not installed: run `{INSTALL}`")
-    path = Path(list(spec.submodule_search_locations)[0]) / "dataset" / "data" / SPLITS[split]
+    path = MOSES_DIR / "dataset" / "data" / SPLITS[split]
     if not path.exists():
-        raise FileNotFoundError(f"{path} is missing: reinstall the MOSES data with `{INSTALL}`")
+        raise FileNotFoundError(f"{path} is missing: reinstall molhit (`{INSTALL}`)")
     return path
 
 

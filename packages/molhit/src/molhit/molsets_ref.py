@@ -5,7 +5,8 @@ the files load (``sys.modules`` and pandas are restored afterwards):
 
 - ``moses/__init__.py`` imports every model (and their old dependencies): the packages
   ``moses`` and ``moses.metrics`` are stood in by empty package modules whose ``__path__`` is the
-  installed folder, so only the metric files and what *they* import are executed;
+  vendored folder (``molhit/_vendor/moses``, molsets 0.3.1), so only the metric files and what
+  *they* import are executed;
 - ``moses/metrics/SA_Score/sascorer.py`` and ``NP_Score/npscorer.py`` import ``rdkit.six``
   (removed from RDKit): a stub ``rdkit.six`` with ``iteritems``;
 - ``moses/metrics/utils.py`` calls ``DataFrame.append`` (removed in pandas 2) at import time to
@@ -19,7 +20,6 @@ and ``moses.metrics.utils`` modules. The data set is never imported through them
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import sys
 import types
 from contextlib import contextmanager
@@ -29,12 +29,11 @@ _CACHE: dict = {}
 
 
 def _moses_dir() -> Path:
-    from molhit.data import INSTALL
+    from molhit.data import INSTALL, MOSES_DIR
 
-    spec = importlib.util.find_spec("moses")
-    if spec is None or not spec.submodule_search_locations:
-        raise ImportError(f"molsets is not installed: run `{INSTALL}`")
-    return Path(list(spec.submodule_search_locations)[0])
+    if not (MOSES_DIR / "metrics" / "metrics.py").exists():
+        raise ImportError(f"MOSES's metric files are missing under {MOSES_DIR}: `{INSTALL}`")
+    return MOSES_DIR
 
 
 @contextmanager

@@ -31,6 +31,7 @@ from molhit.encoding import decoupled_encoding, digress_encoding
 from molhit.model import MolHIT, _dist_info
 from paperworks import atomic_write_text
 from paperworks.hydra_glue import compose
+from paperworks.threads import set_threads
 
 log = logging.getLogger("molhit.train")
 
@@ -76,7 +77,7 @@ def main(argv=None) -> dict:
     rank, world = _dist_info()
     logging.basicConfig(level=logging.INFO if rank == 0 else logging.WARNING,
                         format=f"[rank {rank}] %(name)s %(message)s")
-    torch.set_num_threads(int(cfg.get("threads", 1)))
+    set_threads(cfg.get("threads", None) or 1)
     seed = int(cfg.seed)
     m = cfg.model
     model = MolHIT(encoding_of(str(cfg.get("encoding", "decoupled"))), process=str(cfg.processes[0]),

@@ -1,0 +1,4 @@
+from .dataset import get_dataset, get_statistics
+
+
+__all__ = ['get_dataset', 'get_statistics']
