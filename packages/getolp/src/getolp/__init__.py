@@ -1,4 +1,4 @@
-"""getolp — GETO-LP: an exact fixed-support Wasserstein barycenter LP on grids with O(d M N^(1+1/d)) variables."""
+"""GETO-LP: an exact fixed-support Wasserstein barycenter LP on grids with O(d M N^(1+1/d)) variables."""
 
 from getolp.barycenter import (
     SolverError,

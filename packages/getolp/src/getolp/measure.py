@@ -1,11 +1,11 @@
-"""Wall time and peak memory of one solver call, in a forked child with a hard timeout.
+"""Solver calls with a hard timeout, and the units whose time and peak memory the benchmarks measure.
 
-Peak memory is the child's peak resident set (``VmHWM``, reset at the start through
-``/proc/self/clear_refs``) minus its resident set at the start: it counts what the call itself
-allocated, HiGHS's C++ memory included (``tracemalloc`` would see only Python's). A call past the
-timeout is killed and reported as ``timeout`` with the peak reached so far (a lower bound). Where
-``fork`` or ``/proc`` is unavailable the call runs in-process, timed, with ``tracemalloc``'s peak
-and no timeout (``memory_method`` says which).
+:func:`measure` runs one call in a forked child that is killed past its timeout (the full LP at
+large grids), and reports its result, wall and CPU time and status; a timeout is reported, never
+hidden. Peak memory is not measured here but by :func:`paperworks.bench.peak_memory` (a fresh
+process per measurement, the inputs and solver imports in place before the counter is reset):
+:func:`peak_mib` wraps it for :func:`solve_geto` / :func:`solve_full`. Where ``fork`` is unavailable
+the call runs in-process, without a timeout.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import time
-import tracemalloc
-from dataclasses import asdict, dataclass
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 
@@ -22,10 +22,11 @@ from typing import Any
 class Measured:
     status: str  # ok | timeout | failed | skipped
     wall_s: float | None = None
-    peak_mb: float | None = None
+    cpu_s: float | None = None
     value: Any = None
     error: str = ""
-    memory_method: str = "rss"
+    peak_mb: float | None = None  # median of the peak-memory measurements (MiB), when measured
+    peak_mb_samples: list = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -34,19 +35,66 @@ class Measured:
     def row(self, prefix: str) -> dict:
         d = asdict(self)
         d.pop("value")
+        d.pop("peak_mb_samples")
         return {f"{prefix}_{k}": v for k, v in d.items()}
 
 
-def _status_kb(pid: int | str, key: str) -> float | None:
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith(key + ":"):
-                    return float(line.split()[1])
-    except OSError:
-        return None
-    return None
+# the measured units --------------------------------------------------------------------------
 
+def solve_geto(h, shape, w, solver: str = "highs", time_limit=None):
+    """GETO-LP: ν, and the plans recovered (then dropped, so they are not sent through a pipe)."""
+    from getolp.barycenter import fixed_support_barycenter
+
+    nu, info = fixed_support_barycenter(h, shape, w, solver=solver, log=True, time_limit=time_limit)
+    info.pop("plans")
+    return nu, info
+
+
+def solve_full(h, shape, w, solver: str = "highs"):
+    """The standard LP of POT (``ot.lp.barycenter``, same HiGHS)."""
+    from getolp.baselines import full_lp_barycenter
+
+    return full_lp_barycenter(h, shape, w, solver=solver, log=True)
+
+
+def _imports() -> tuple:
+    """Set-up for :func:`peak_mib`: load the solvers' libraries before the memory counter is reset."""
+    import getolp.baselines  # noqa: F401  (POT, scipy.optimize)
+
+    return ()
+
+
+@contextmanager
+def _pot_without_torch():
+    """POT need not load torch to solve an LP: the measuring processes start faster without it."""
+    old = os.environ.get("POT_BACKEND_DISABLE_PYTORCH")
+    os.environ["POT_BACKEND_DISABLE_PYTORCH"] = "1"
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("POT_BACKEND_DISABLE_PYTORCH", None)
+        else:
+            os.environ["POT_BACKEND_DISABLE_PYTORCH"] = old
+
+
+def peak_mib(kind: str, h, shape, w, solver: str = "highs", *, timeout_s: float = 600.0) -> float:
+    """Peak memory (MiB) of one :func:`solve_geto` (``kind="geto"``) or :func:`solve_full` call.
+
+    Measured by :func:`paperworks.bench.peak_memory` in a fresh process: the rise of its peak
+    resident set (HiGHS's C++ memory included) above the state after the imports and inputs.
+    Raises ``TimeoutError`` past ``timeout_s`` (no partial peak is reported).
+    """
+    from paperworks.bench import peak_memory
+
+    fns = {"geto": solve_geto, "full": solve_full}
+    if kind not in fns:
+        raise ValueError(f"kind must be 'geto' or 'full', got {kind!r}")
+    with _pot_without_torch():
+        return peak_memory(fns[kind], h, tuple(shape), w, solver, setup=_imports, timeout=timeout_s).mib
+
+
+# a call with a hard timeout --------------------------------------------------------------------
 
 def _die_with_parent() -> None:
     """Ask Linux to kill this child when its parent dies (no orphaned solver runs)."""
@@ -61,19 +109,11 @@ def _die_with_parent() -> None:
 
 def _child(conn, fn, args, kwargs) -> None:
     _die_with_parent()
+    conn.send(("start",))
     try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")  # reset the peak RSS
-    except OSError:
-        pass
-    rss0 = _status_kb("self", "VmRSS") or 0.0
-    conn.send(("start", rss0))
-    try:
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         out = fn(*args, **kwargs)
-        wall = time.perf_counter() - t0
-        hwm = _status_kb("self", "VmHWM") or rss0
-        conn.send(("ok", out, wall, (hwm - rss0) / 1024.0))
+        conn.send(("ok", out, time.perf_counter() - t0, time.process_time() - c0))
     except BaseException as e:  # report every failure to the parent
         conn.send(("failed", f"{type(e).__name__}: {e}"))
     finally:
@@ -81,26 +121,23 @@ def _child(conn, fn, args, kwargs) -> None:
 
 
 def _inline(fn, args, kwargs) -> Measured:
-    tracemalloc.start()
-    t0 = time.perf_counter()
+    c0, t0 = time.process_time(), time.perf_counter()
     try:
         out = fn(*args, **kwargs)
     except Exception as e:
-        return Measured("failed", time.perf_counter() - t0, None, None, f"{type(e).__name__}: {e}", "tracemalloc")
-    finally:
-        peak = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
-    return Measured("ok", time.perf_counter() - t0, peak / 2**20, out, "", "tracemalloc")
+        return Measured("failed", time.perf_counter() - t0, time.process_time() - c0, None, f"{type(e).__name__}: {e}")
+    return Measured("ok", time.perf_counter() - t0, time.process_time() - c0, out)
 
 
 def measure(fn, *args, timeout_s: float | None = None, isolate: bool = True, **kwargs) -> Measured:
-    """Run ``fn(*args, **kwargs)`` once; its result, wall time, peak memory (MiB) and status.
+    """Run ``fn(*args, **kwargs)`` once; its result, wall and CPU time (s) and status.
 
-    ``isolate=False`` runs in-process (``tracemalloc`` peak, no timeout): cheaper, for tiny runs.
+    ``isolate=True`` runs it in a forked child, killed after ``timeout_s`` (status ``timeout``,
+    the wall time a lower bound); ``isolate=False`` runs in-process, without a timeout.
     """
     if timeout_s is not None and timeout_s <= 0:
         raise ValueError(f"timeout_s must be positive, got {timeout_s}")
-    if not isolate or "fork" not in mp.get_all_start_methods() or not os.path.exists("/proc/self/status"):
+    if not isolate or "fork" not in mp.get_all_start_methods():
         return _inline(fn, args, kwargs)
     ctx = mp.get_context("fork")
     parent, child = ctx.Pipe(duplex=False)
@@ -110,14 +147,11 @@ def measure(fn, *args, timeout_s: float | None = None, isolate: bool = True, **k
     try:
         if not parent.poll(30):
             raise RuntimeError("the measuring child did not start")
-        _, rss0 = parent.recv()
+        parent.recv()
         t0 = time.perf_counter()
-        ready = parent.poll(timeout_s)
-        if not ready:
-            hwm = _status_kb(proc.pid, "VmHWM")
+        if not parent.poll(timeout_s):
             proc.kill()
-            peak = None if hwm is None else (hwm - rss0) / 1024.0
-            return Measured("timeout", time.perf_counter() - t0, peak, None, f"killed after {timeout_s:g} s")
+            return Measured("timeout", time.perf_counter() - t0, None, None, f"killed after {timeout_s:g} s")
         try:
             msg = parent.recv()
         except EOFError:

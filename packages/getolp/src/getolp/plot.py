@@ -8,7 +8,7 @@ from paperworks.plotting import savefig, use_style
 
 
 def plot_scaling(records, path):
-    """Wall time and peak memory vs N (log-log); timeouts drawn as open markers at their lower bound."""
+    """Wall time and peak memory vs N (log-log); timeouts drawn as open markers at their lower bound (time only)."""
     plt = use_style()
     fig, axes = plt.subplots(1, 2, figsize=(9.0, 3.6))
     N = np.array([r["n"] ** 2 for r in records], dtype=float)
@@ -17,6 +17,9 @@ def plot_scaling(records, path):
     for reg in regs:
         series[f"entropic reg={reg:g}"] = [r["entropic"][reg][0] for r in records]
     for ax, attr, label in ((axes[0], "wall_s", "wall time (s)"), (axes[1], "peak_mb", "peak memory (MiB)")):
+        if not any(getattr(m, attr) for ms in series.values() for m in ms):
+            ax.text(0.5, 0.5, f"{label}: not measured", ha="center", transform=ax.transAxes)
+            continue
         for name, ms in series.items():
             ok = np.array([m.status == "ok" and getattr(m, attr) is not None for m in ms])
             to = np.array([m.status == "timeout" and getattr(m, attr) is not None for m in ms])
