@@ -6,18 +6,23 @@ Each function returns a list of problems (empty = conforms), so a test can show 
 from __future__ import annotations
 
 import ast
+import json
 import re
+import shutil
+import subprocess
 import sys
-from importlib import metadata
+import tempfile
+import tomllib
 from pathlib import Path
 
-import tomllib
 import yaml
+from packaging.requirements import Requirement
+from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parents[1]
 EXPERIMENTS = ("smoke", "quick", "paper", "bench")
 # Every console script runs on Hydra (through paperworks): declaring these without importing them is fine.
-CLI_FRAMEWORK = {"hydra-core", "omegaconf"}
+CLI_FRAMEWORK = ("hydra-core", "omegaconf")
 README_SECTIONS = ("## Paper", "## Method", "## Install", "## Quickstart", "## CLI", "## Results")
 
 
@@ -48,8 +53,16 @@ def check_layout(pkg: Path) -> list[str]:
     extras = proj.get("optional-dependencies", {})
     if "test" not in extras:
         problems.append("no [test] extra")
-    if "paperworks" not in {_req_name(r) for r in proj.get("dependencies", [])}:
+    pw = [Requirement(r) for r in proj.get("dependencies", []) if _req_name(r) == "paperworks"]
+    if not pw:
         problems.append("does not depend on paperworks by name")
+    else:
+        shared_version = Version(load_pyproject(ROOT / "shared")["project"]["version"])
+        spec = pw[0].specifier
+        if not spec.contains(shared_version):
+            problems.append(f"paperworks{spec} does not admit shared/'s version {shared_version}")
+        if not any(s.operator == "<" for s in spec):
+            problems.append(f"paperworks{spec} has no upper bound (expected e.g. paperworks>=0.2,<0.3)")
     if any("==" in r for r in proj.get("dependencies", [])):
         problems.append("exact pins belong in constraints.txt, not the package")
     src = pkg / "src" / slug
@@ -81,75 +94,88 @@ def check_layout(pkg: Path) -> list[str]:
     for f in ("conftest.py", "test_cli.py", "test_readme.py"):
         if not (tests / f).exists():
             problems.append(f"tests/{f} missing")
+    if (tests / "test_cli.py").exists() and not _calls(tests / "test_cli.py", {"run_cli", "console_script"}):
+        problems.append("tests/test_cli.py never runs the installed console script (paperworks.testing.run_cli)")
+    if (pkg / "requirements-nodeps.txt").exists():
+        problems.append("requirements-nodeps.txt: a dependency installed with --no-deps breaks `pip check`")
+    problems += check_license(pkg)
     return problems
 
 
-def imported_modules(root: Path) -> set[str]:
-    """Top-level names of absolute imports in the .py files under ``root``."""
-    mods = set()
-    for f in root.rglob("*.py"):
-        tree = ast.parse(f.read_text(encoding="utf-8"), filename=str(f))
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                mods.update(a.name.split(".")[0] for a in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                mods.add(node.module.split(".")[0])
-    return mods
+def _calls(path: Path, names: set[str]) -> bool:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            f = node.func
+            if (isinstance(f, ast.Name) and f.id in names) or (isinstance(f, ast.Attribute) and f.attr in names):
+                return True
+    return False
 
 
-def module_owners() -> dict[str, list[str]]:
-    """Map top-level module → distributions, including editable installs (whose RECORD lists only a .pth)."""
-    owners = {k: list(v) for k, v in metadata.packages_distributions().items()}
-    for dist in metadata.distributions():
-        for f in dist.files or []:
-            if f.suffix != ".pth":
-                continue
-            try:
-                lines = Path(dist.locate_file(f)).read_text(encoding="utf-8").splitlines()
-            except OSError:
-                continue
-            for line in lines:
-                src = Path(line.strip())
-                if line.startswith(("import", "#")) or not src.is_dir():
-                    continue
-                for child in src.iterdir():
-                    if (child / "__init__.py").exists():
-                        owners.setdefault(child.name, []).append(dist.metadata["Name"])
-    return owners
+def check_license(pkg: Path) -> list[str]:
+    """The project dir carries the repo's LICENSE (hatchling puts it in the wheel's dist-info/licenses)."""
+    lic = pkg / "LICENSE"
+    if not lic.exists():
+        return ["LICENSE missing (copy the repo's LICENSE: hatchling ships it in the wheel and sdist)"]
+    if lic.read_bytes() != (ROOT / "LICENSE").read_bytes():
+        return ["LICENSE differs from the repo's LICENSE"]
+    if load_pyproject(pkg).get("project", {}).get("license") != "MIT":
+        return ["pyproject license is not 'MIT' (the repo's LICENSE)"]
+    return []
+
+
+def deptry_exe() -> str | None:
+    here = Path(sys.executable).parent / "deptry"
+    return str(here) if here.exists() else shutil.which("deptry")
+
+
+def run_deptry(pkg: Path, root: str, config: Path) -> list[dict]:
+    """deptry's issues (as its JSON report) for ``pkg/root`` with the pyproject ``config``."""
+    exe = deptry_exe()
+    if exe is None:
+        raise FileNotFoundError("deptry is not installed (make setup installs it; pip install deptry)")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "deptry.json"
+        proc = subprocess.run([exe, root, "--config", str(config), "--no-ansi", "--json-output", str(out)],
+                              cwd=pkg, capture_output=True, text=True)
+        if not out.exists():
+            raise RuntimeError(f"deptry failed on {pkg / root} ({proc.returncode}):\n{proc.stdout}{proc.stderr}")
+        return json.loads(out.read_text(encoding="utf-8"))
+
+
+def _describe(where: str, issue: dict) -> str:
+    loc = issue.get("location") or {}
+    place = f"{loc.get('file')}:{loc.get('line')}" if loc.get("line") else str(loc.get("file", where))
+    return f"{where}: {issue['error']['code']} {issue['error']['message']} ({place})"
 
 
 def check_dependencies(pkg: Path) -> list[str]:
-    """Every third-party module imported is declared (the deptry DEP001/DEP002 rules).
+    """Every package declares exactly what it imports, checked with deptry.
 
-    src/ imports must be in [project] dependencies or an extra; tests/ imports may also be in [test].
-    A declared runtime dependency that src/ never imports is reported unless listed in
-    ``[tool.paperworks] runtime-only`` (e.g. a solver backend used through another library).
+    - ``src/`` against the package's own ``[tool.deptry]`` (``cd packages/<slug> && deptry src``):
+      an import must be a runtime dependency (``[project] dependencies`` or a non-test extra such as
+      [plot]); the [test] extra is a dev group, so src/ importing it is DEP004; a runtime dependency
+      src/ never imports is DEP002 (hydra-core and omegaconf are exempt: the CLI uses them).
+    - ``tests/`` against a temporary config whose dependencies are the runtime ones plus [test]
+      only: a test importing something no dependency declares is DEP001/DEP003.
     """
     slug = pkg.name
-    py = load_pyproject(pkg)
-    proj = py.get("project", {})
-    main = {_req_name(r) for r in proj.get("dependencies", [])}
-    extras = {k: {_req_name(r) for r in v} for k, v in proj.get("optional-dependencies", {}).items()}
-    all_declared = main.union(*extras.values()) if extras else set(main)
-    runtime_only = {_norm(n) for n in py.get("tool", {}).get("paperworks", {}).get("runtime-only", [])}
-    dists = module_owners()
-    problems = []
-    used: set[str] = set()
-    for where, allowed in (("src", all_declared), ("tests", all_declared)):
-        root = pkg / where
-        if not root.exists():
-            continue
-        for mod in sorted(imported_modules(root)):
-            if mod in sys.stdlib_module_names or mod in (slug, "conftest", "__future__"):
-                continue
-            owners = {_norm(d) for d in dists.get(mod, [])}
-            if not owners:
-                problems.append(f"{where}/ imports {mod!r}, which no installed distribution provides")
-                continue
-            if where == "src":
-                used |= owners
-            if not owners & allowed:
-                problems.append(f"{where}/ imports {mod!r} (from {sorted(owners)}) but does not declare it")
-    for dep in sorted(main - used - runtime_only - CLI_FRAMEWORK):
-        problems.append(f"declares {dep!r} but src/ never imports it (add it to [tool.paperworks] runtime-only if needed)")
+    proj = load_pyproject(pkg).get("project", {})
+    problems = [_describe("src", i) for i in run_deptry(pkg, "src", pkg / "pyproject.toml")]
+    extras = proj.get("optional-dependencies", {})
+    deps = [*proj.get("dependencies", []), *extras.get("test", [])]
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = Path(tmp) / "pyproject.toml"
+        cfg.write_text(
+            "[project]\n"
+            f'name = "paperworks-{slug}-tests"\nversion = "0"\n'
+            f"dependencies = {json.dumps(deps)}\n\n"
+            "[tool.deptry]\n"
+            f"known_first_party = {json.dumps([slug])}\n"
+            'ignore = ["DEP002"]\n'
+            'exclude = ["__pycache__"]\n', encoding="utf-8")  # deptry's default exclude skips tests/
+        if (pkg / "tests").is_dir():
+            problems += [_describe("tests", i) for i in run_deptry(pkg, "tests", cfg)]
     return problems
+
+
