@@ -99,3 +99,27 @@ def test_readme_is_self_contained():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     alone = readme.split("## One package alone", 1)[1].split("\n## ", 1)[0]
     assert "-e shared" in alone and "make dist" in alone and "--no-index --find-links dist" in alone
+
+
+def test_papers_table_shows_the_results_of_record():
+    import papers_table
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert papers_table.render(text) == text, "run `python tools/papers_table.py`"
+
+
+def test_papers_table_counts_verdicts(tmp_path):
+    import json
+
+    import papers_table
+
+    pkg = tmp_path / "packages" / "zz"
+    (pkg / "results").mkdir(parents=True)
+    claims = [{"verdict": v} for v in ("supported", "supported", "not supported", "inconclusive")]
+    (pkg / "results" / "paper.json").write_text(json.dumps({"claims": claims}))
+    text = ("| slug | paper | status | package |\n|---|---|---|---|\n"
+            "| `zz` | A paper | available | [README](packages/zz/README.md) |\n| `yy` | B | planned | — |\n")
+    out = papers_table.render(text, tmp_path)
+    assert "| `zz` | A paper | available | [README](packages/zz/README.md) | paper 2 / 1 / 1 |" in out
+    assert "| `yy` | B | planned | — | — |" in out
+    assert papers_table.render(out, tmp_path) == out

@@ -55,7 +55,7 @@ def scaffold(slug: str, dest_root: Path, title: str | None = None, readme: Path 
 def mark_available(slug: str, readme: Path = ROOT / "README.md") -> bool:
     """Flip the paper's row in the top README's table to ``available`` with a link to its README."""
     text = readme.read_text(encoding="utf-8")
-    pat = re.compile(rf"^(\| `{re.escape(slug)}` \| .+? \| )planned \| .+? \|$", re.M)
+    pat = re.compile(rf"^(\| `{re.escape(slug)}` \| .+? \| )planned \| [^|]+? \|", re.M)
     new, n = pat.subn(rf"\1available | [README](packages/{slug}/README.md) |", text)
     if n:
         readme.write_text(new, encoding="utf-8")

@@ -180,7 +180,8 @@ def run_suite(name: str, path: Path, extra: list[str], env: dict[str, str],
             "output": output}
 
 
-def run_all(suites: list[tuple[str, Path]], extra: list[str], jobs: int, budgeted: set[str]) -> int:
+def run_all(suites: list[tuple], extra: list[str], jobs: int, budgeted: set[str]) -> int:
+    """Run ``(name, path, *suite_args)`` suites, ``jobs`` at a time; print the table and the closing line."""
     env = suite_env(jobs)
     seconds = load_seconds()
     order = sorted(range(len(suites)), key=lambda i: -seconds.get(suites[i][0], 0.0))
@@ -188,7 +189,8 @@ def run_all(suites: list[tuple[str, Path]], extra: list[str], jobs: int, budgete
     lock = threading.Lock()
     print(f"run_tests: {len(suites)} suite(s), {jobs} at a time", flush=True)
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = {pool.submit(run_suite, suites[i][0], suites[i][1], extra, env): i for i in order}
+        futures = {pool.submit(run_suite, suites[i][0], suites[i][1], [*suites[i][2:], *extra], env): i
+                   for i in order}
         for fut in as_completed(futures):
             i = futures[fut]
             r = results[i] = fut.result()
@@ -253,7 +255,10 @@ def main(argv=None) -> int:
         suites = [(str(d), d.resolve()) for d in args.suite]
     else:
         if not args.no_repo and not args.pkg:
-            suites += [("repo (tests/)", ROOT / "tests"), ("shared (paperworks)", ROOT / "shared" / "tests")]
+            shared = ROOT / "shared" / "tests"
+            suites += [("repo (tests/)", ROOT / "tests"),
+                       ("shared (paperworks)", shared, f"--ignore={shared / 'lm'}"),
+                       ("shared.lm (paperworks.lm)", shared / "lm")]
         if not args.repo_only:
             suites += [(p, ROOT / "packages" / p / "tests") for p in selected]
     if not suites:
