@@ -1,4 +1,4 @@
-"""monarchrt — Monarch-structured attention for real-time autoregressive video diffusion (MonarchRT)."""
+"""Monarch-structured attention for real-time autoregressive video diffusion (MonarchRT)."""
 
 from monarchrt.kernels import block_attention
 from monarchrt.monarch import (

@@ -139,6 +139,7 @@ def train_dit(dc, out_dir: Path, *, seed: int = 0, resume: bool = False):
 
 def main(argv=None) -> None:
     from paperworks.hydra_glue import compose
+    from paperworks.threads import set_threads
 
     p = argparse.ArgumentParser(prog="monarchrt-train", description=__doc__.split("\n")[0])
     p.add_argument("--out", required=True, help="directory for checkpoint.pt, model.pt, train_log.json")
@@ -146,10 +147,10 @@ def main(argv=None) -> None:
     p.add_argument("overrides", nargs="*", help="Hydra overrides of the package config, e.g. dit.steps=100")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    torch.set_num_threads(1)
     distributed = setup_distributed()
     try:
         cfg = compose("monarchrt", args.overrides)
+        set_threads(cfg.get("threads", None) or 1)  # the common key (1 by default: one thread per rank)
         train_dit(cfg.dit, Path(args.out), seed=int(cfg.seed), resume=args.resume)
     finally:
         if distributed:
