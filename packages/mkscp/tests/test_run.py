@@ -4,11 +4,10 @@ from mkscp.run import run
 
 from paperworks.hydra_glue import compose, execute
 
-# threads=null: no thread pinning in-process (conftest pins BLAS to 1 thread already; paperworks'
-# set_threads imports torch when it is installed, seconds of a short suite)
-SMALL = ["threads=null", "dims=[2]", "residuals=[banana]", "alphas=[0.1]", "n_train=200", "n_fit=100",
+# a smaller design than smoke's: the in-process run checks the plumbing, the CLI test runs smoke itself
+SMALL = ["dims=[2]", "residuals=[banana]", "alphas=[0.1]", "n_train=200", "n_fit=100",
          "n_cal=100", "n_test=100", "n_mc=1000", "split_check.reps=3", "convergence.n_fits=[40,80]",
-         "convergence.n_ref=120", "convergence.n_eval=60", "identities.n_fit=60"]
+         "convergence.n_ref=120", "convergence.n_eval=60", "convergence.seeds=1", "identities.n_fit=60"]
 
 
 def test_smoke_without_matplotlib_writes_results_and_no_plots(tmp_path, monkeypatch):
