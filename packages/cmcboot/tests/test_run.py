@@ -10,8 +10,7 @@ def test_smoke_without_matplotlib_writes_results_and_no_plots(tmp_path, monkeypa
         if name == "cmcboot.plot" or name == "matplotlib" or name.startswith("matplotlib."):
             monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
-    # threads=null: no pinning in-process (conftest pins BLAS already; paperworks' set_threads imports torch)
-    cfg = compose("cmcboot", ["experiment=smoke", "threads=null", "datasets_per_seed=4", "n_boot=30",
+    cfg = compose("cmcboot", ["experiment=smoke", "datasets_per_seed=4", "n_boot=30",
                               "claim_resamples=50"])
     doc = execute("cmcboot", run, cfg, tmp_path)
     assert (tmp_path / "results.json").exists()
