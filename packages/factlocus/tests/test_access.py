@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 from factlocus import ModelAccess, build_model
-from factlocus.access import residual_after
+from paperworks.lm import residual_after
 
 
 def test_sites_and_residual_reproduce_logits(world):

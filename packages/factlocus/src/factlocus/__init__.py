@@ -5,7 +5,7 @@ Fact worlds with collision axes, tiny Hugging Face recall models, and model-agno
 scrubbing) that run on any ``transformers`` causal LM through :class:`ModelAccess`.
 """
 
-from factlocus.access import ModelAccess
+from paperworks.lm import ModelAccess
 from factlocus.analysis import (
     all_edges,
     causal_scrub,

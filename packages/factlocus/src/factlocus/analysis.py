@@ -1,7 +1,7 @@
 """Probes, matched-counterfactual activation patching, edge path patching and causal scrubbing.
 
 Every function takes any Hugging Face causal LM and a :class:`~factlocus.data.PromptSet` (equal-length
-prompts, single-token answers) and reads the model only through :class:`~factlocus.access.ModelAccess`.
+prompts, single-token answers) and reads the model only through :class:`~paperworks.lm.ModelAccess`.
 
 Logit difference of a prompt ``i`` with matched counterfactual ``j``: ``LD = logit[a_i] - logit[a_j]``
 at the last position. With ``LD_c`` (clean run), ``LD_x`` (counterfactual run) and ``LD_p`` (patched run):
@@ -24,7 +24,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from factlocus.access import ModelAccess, residual_after
+from paperworks.lm import ModelAccess, check_edges, residual_after
 from factlocus.data import PromptSet, check_counterfactuals, matched_counterfactuals
 
 
@@ -212,21 +212,12 @@ def all_edges(model) -> list[tuple[str, str]]:
 
 
 def _check_edges(acc: ModelAccess, edges) -> list[tuple[str, str]]:
-    out = []
-    for e in edges:
-        if not (isinstance(e, (tuple, list)) and len(e) == 2):
-            raise TypeError(f"edges: each edge must be a (sender, receiver) pair, got {e!r}")
-        u, v = str(e[0]), str(e[1])
-        for name in (u, v):
-            if name not in ("emb", "logits"):
-                acc.check_site(name)
-                if "." in name:
-                    raise ValueError(f"edges: {name!r} is not a module, 'emb' or 'logits'")
-        if u == "logits" or v == "emb" or acc.order(u) >= acc.order(v):
-            raise ValueError(f"edges: {u!r} -> {v!r} does not go forward through the model")
-        if not acc.is_edge(u, v):
-            raise ValueError(f"edges: {v!r} does not read {u!r} (parallel-residual block)")
-        out.append((u, v))
+    """``paperworks.lm.check_edges`` (forward, read through the residual stream, not empty), module senders only."""
+    out = check_edges(acc, edges)
+    for u, _ in out:
+        if ".z[" in u:
+            raise ValueError(f"edges: factlocus path-patches modules; for the head sender {u!r} use "
+                             "paperworks.lm.path_patch")
     return out
 
 

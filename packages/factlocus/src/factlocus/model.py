@@ -17,7 +17,7 @@ import torch
 from torch import nn
 from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
-from factlocus.access import ModelAccess
+from paperworks.lm import ModelAccess
 from factlocus.data import FactWorld, PromptSet
 
 log = logging.getLogger(__name__)

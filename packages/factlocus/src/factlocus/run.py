@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from factlocus.access import ModelAccess
+from paperworks.lm import ModelAccess
 from factlocus.analysis import (
     causal_scrub,
     chain_hypothesis,
