@@ -1,4 +1,9 @@
-"""Test helpers shared by the package suites and the repo-level tests."""
+"""Test helpers shared by the package suites and the repo-level tests (development only).
+
+Nothing at run time imports this module; it is for the packages' test suites, which run from a
+checkout with ``paperworks[dev]`` (pytest) installed. The report builder, the other piece of repo
+tooling, lives in the repository's ``tools/`` and is not shipped.
+"""
 
 from __future__ import annotations
 
