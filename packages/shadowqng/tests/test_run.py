@@ -38,8 +38,7 @@ def test_smoke_without_matplotlib_writes_results_and_no_plots(tmp_path, monkeypa
         if name == "shadowqng.plot" or name == "matplotlib" or name.startswith("matplotlib."):
             monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
-    # threads=null: no pinning in-process (conftest pins BLAS already; paperworks' set_threads imports torch)
-    cfg = compose("shadowqng", TINY + ["experiment.name=smoke", "threads=null"])
+    cfg = compose("shadowqng", TINY + ["experiment.name=smoke"])
     doc = execute("shadowqng", run, cfg, tmp_path)
     assert (tmp_path / "results.json").exists()
     assert not list(tmp_path.glob("*.png"))
