@@ -101,3 +101,11 @@ with process_pool(2) as ex:
     assert sorted(ln.split(" ", 1)[1] for ln in lines if "cell" in ln) == [f"cell {i} done" for i in range(4)]
     assert all(not ln.startswith("MainProcess") for ln in lines if "cell" in ln)
     json.dumps(lines)
+
+
+def test_threads_reach_xla_when_jax_is_imported_but_not_started():
+    pytest.importorskip("jax")
+    code = ("import os; os.environ.pop('XLA_FLAGS', None); import jax; from paperworks.threads import set_threads;"
+            "set_threads(1); print(os.environ['XLA_FLAGS'])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "intra_op_parallelism_threads=1" in out

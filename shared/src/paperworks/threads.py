@@ -33,7 +33,7 @@ def set_threads(spec="auto") -> int:
     n = resolve_threads(spec)
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ[var] = str(n)
-    if "jax" not in sys.modules and n == 1:
+    if n == 1 and not _xla_started():
         flags = os.environ.get("XLA_FLAGS", "")
         if "intra_op_parallelism_threads" not in flags:
             os.environ["XLA_FLAGS"] = (flags + " --xla_cpu_multi_thread_eigen=false"
@@ -49,3 +49,11 @@ def set_threads(spec="auto") -> int:
     if "torch" in sys.modules:
         sys.modules["torch"].set_num_threads(n)
     return n
+
+
+def _xla_started() -> bool:
+    """Whether JAX has initialised an XLA backend (XLA reads ``XLA_FLAGS`` then, not at ``import jax``)."""
+    if "jax" not in sys.modules:
+        return False
+    bridge = sys.modules.get("jax._src.xla_bridge")
+    return bool(getattr(bridge, "_backends", None)) if bridge is not None else True
