@@ -201,3 +201,13 @@ def test_bad_values_fail_clearly():
         Claim.threshold("has space", "s", "m", 1.0, threshold=0.5, better="higher")
     with pytest.raises(ValueError, match="outside"):
         Estimate(2.0, 0.0, 1.0, 3)
+
+
+def test_unpaired_log_scale_reads_the_margin_as_a_log_ratio():
+    fast, slow = Estimate(1.0, 0.9, 1.1, 3), Estimate(3.0, 2.8, 3.2, 3)
+    c = Claim.compare("x", "at least 2x faster", "s", fast, baseline="b", baselines={"b": slow}, better="lower",
+                      scale="log", margin=float(np.log(2)))
+    assert c.verdict == "supported"  # log(2.8) - log(1.1) = 0.93 > log 2
+    c3 = Claim.compare("x", "at least 3x faster", "s", fast, baseline="b", baselines={"b": slow}, better="lower",
+                       scale="log", margin=float(np.log(3)))
+    assert c3.verdict == "inconclusive"  # worst case 2.8/1.1 = 2.5x, best case 3.2/0.9 = 3.6x

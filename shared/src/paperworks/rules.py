@@ -169,6 +169,10 @@ def compare_one(method: Estimate, baseline: Estimate, better: str, margin: float
     im, ib = _interval(method, exact), _interval(baseline, exact)
     if im is None or ib is None:
         return "inconclusive", f"no confidence interval on {'the method' if im is None else name} (exact=False)"
+    if scale == "log":  # compare log intervals: the margin is a log ratio
+        if min(im[0], ib[0]) <= 0:
+            return "inconclusive", "scale='log' needs positive intervals"
+        im, ib = (math.log(im[0]), math.log(im[1])), (math.log(ib[0]), math.log(ib[1]))
     if sign > 0:
         worst, best = im[0] - ib[1], im[1] - ib[0]
     else:
