@@ -161,7 +161,7 @@ def help_text(package: str) -> str:
     """What ``<package> --help`` prints: the experiments, the common keys, Hydra's own flags."""
     mod = importlib.import_module(package)
     summary = (mod.__doc__ or "").strip().splitlines()[0] if mod.__doc__ else package
-    for sep in (" — ", " - ", ": "):  # a docstring that starts with the package's own name
+    for sep in (" — ", " -- ", " - ", ": "):  # a docstring that starts with the package's own name
         if summary.startswith(package + sep):
             summary = summary[len(package + sep):]
     lines = [f"{package} — {summary}", "", f"usage: {package} [experiment=NAME] [key=value ...] [-m key=a,b ...]",
