@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 import torch
 from factlocus import ModelAccess, build_model
+
 from paperworks.lm import residual_after
 
 

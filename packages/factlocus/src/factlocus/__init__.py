@@ -5,7 +5,6 @@ Fact worlds with collision axes, tiny Hugging Face recall models, and model-agno
 scrubbing) that run on any ``transformers`` causal LM through :class:`ModelAccess`.
 """
 
-from paperworks.lm import ModelAccess
 from factlocus.analysis import (
     all_edges,
     causal_scrub,
@@ -26,6 +25,7 @@ from factlocus.data import (
     read_counterfact,
 )
 from factlocus.model import build_model, plant_recall_circuit, train_recall_model
+from paperworks.lm import ModelAccess
 
 __all__ = [
     "FactWorld",

@@ -24,8 +24,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from paperworks.lm import ModelAccess, check_edges, residual_after
 from factlocus.data import PromptSet, check_counterfactuals, matched_counterfactuals
+from paperworks.lm import ModelAccess, check_edges, residual_after
 
 
 def _check_data(data) -> PromptSet:

@@ -17,8 +17,8 @@ import torch
 from torch import nn
 from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
-from paperworks.lm import ModelAccess
 from factlocus.data import FactWorld, PromptSet
+from paperworks.lm import ModelAccess
 
 log = logging.getLogger(__name__)
 

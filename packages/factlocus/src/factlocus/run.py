@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from paperworks.lm import ModelAccess
 from factlocus.analysis import (
     causal_scrub,
     chain_hypothesis,
@@ -26,6 +25,7 @@ from factlocus.data import FactWorld
 from factlocus.model import build_model, train_recall_model
 from paperworks import Claim, Estimate, binomial_ci, estimate, seeds_of
 from paperworks.bench import compare
+from paperworks.lm import ModelAccess
 from paperworks.logs import process_pool
 from paperworks.threads import set_threads
 
