@@ -91,16 +91,22 @@ def _unmet(requires) -> str | None:
     return None
 
 
-def threshold(est: Estimate, thr: float, better: str, *, exact: bool = False) -> tuple[str, str]:
-    check_better(better)
+def _judged_interval(est: Estimate, exact: bool) -> tuple[float, float] | str:
+    """The method's interval to judge a one-estimate rule on, or why there is none."""
     if not math.isfinite(est.value) and not est.has_ci:
-        return "inconclusive", "the value is undefined (NaN)"
+        return "the value is undefined (NaN)"
     why = _censored(est, "the method")
     if why:
-        return "inconclusive", why
+        return why
     iv = _interval(est, exact)
-    if iv is None:
-        return "inconclusive", "no confidence interval (a single value; exact=False)"
+    return "no confidence interval (a single value; exact=False)" if iv is None else iv
+
+
+def threshold(est: Estimate, thr: float, better: str, *, exact: bool = False) -> tuple[str, str]:
+    check_better(better)
+    iv = _judged_interval(est, exact)
+    if isinstance(iv, str):
+        return "inconclusive", iv
     lo, hi = iv
     if better == "higher":
         if lo >= thr:
@@ -116,14 +122,9 @@ def threshold(est: Estimate, thr: float, better: str, *, exact: bool = False) ->
 
 
 def within(est: Estimate, target: float, tol: float, *, exact: bool = False) -> tuple[str, str]:
-    if not math.isfinite(est.value) and not est.has_ci:
-        return "inconclusive", "the value is undefined (NaN)"
-    why = _censored(est, "the method")
-    if why:
-        return "inconclusive", why
-    iv = _interval(est, exact)
-    if iv is None:
-        return "inconclusive", "no confidence interval (a single value; exact=False)"
+    iv = _judged_interval(est, exact)
+    if isinstance(iv, str):
+        return "inconclusive", iv
     lo, hi = iv
     a, b = target - tol, target + tol
     if a <= lo and hi <= b:
