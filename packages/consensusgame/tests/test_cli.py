@@ -1,7 +1,4 @@
-import sys
-
-from paperworks.hydra_glue import compose, execute
-from paperworks.testing import run_cli
+from paperworks.testing import run_cli, smoke_without_matplotlib
 
 CLAIMS = {"op_prevents_conventions", "attention_recovers_importance", "attention_beats_topology_heuristics",
           "conformity_lowers_accuracy_static", "conformity_raises_dishonesty_static", "accuracy_loss_grows_with_n",
@@ -24,11 +21,5 @@ def test_smoke_without_matplotlib_writes_results_and_no_plots(tmp_path, monkeypa
     """The glue writes results.json before plotting: without matplotlib the run still succeeds."""
     from consensusgame.run import run
 
-    for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")
-                 or m == "consensusgame.plot"]:
-        monkeypatch.delitem(sys.modules, name)
-    monkeypatch.setitem(sys.modules, "matplotlib", None)
-    doc = execute("consensusgame", run, compose("consensusgame", ["experiment=smoke"]), tmp_path)
-    assert (tmp_path / "results.json").exists()
+    doc = smoke_without_matplotlib("consensusgame", run, monkeypatch, tmp_path)
     assert {c["id"] for c in doc["claims"]} == CLAIMS
-    assert not list(tmp_path.glob("*.png"))

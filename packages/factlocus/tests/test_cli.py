@@ -1,10 +1,9 @@
 import os
-import sys
 
 import pytest
 
-from paperworks.hydra_glue import compose, execute
-from paperworks.testing import run_cli
+from paperworks.hydra_glue import compose
+from paperworks.testing import run_cli, smoke_without_matplotlib
 
 CLAIMS = {"module_depends_on_axis_and_load", "probes_vs_patching_disagree", "probe_gap_collapses_subject",
           "subject_specialisation_survives_tight", "chain_dominance_subject", "scrubbing_confirms_chain",
@@ -24,13 +23,8 @@ def test_smoke_without_matplotlib_writes_results_and_no_plots(tmp_path, monkeypa
     """The glue writes results.json before plotting: without matplotlib the run still succeeds."""
     from factlocus.run import run
 
-    for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.") or m == "factlocus.plot"]:
-        monkeypatch.delitem(sys.modules, name)
-    monkeypatch.setitem(sys.modules, "matplotlib", None)
-    doc = execute("factlocus", run, compose("factlocus", ["experiment=smoke"]), tmp_path)
-    assert (tmp_path / "results.json").exists()
+    doc = smoke_without_matplotlib("factlocus", run, monkeypatch, tmp_path)
     assert {c["id"] for c in doc["claims"]} == CLAIMS
-    assert not list(tmp_path.glob("*.png"))
 
 
 @pytest.mark.slow  # two spawned workers import torch and scikit-learn (~45 s of CPU on 2 cores)

@@ -1,12 +1,11 @@
-import sys
-
 import numpy as np
 import pytest
 from getolp import fixed_support_barycenter
 from getolp.run import _speed_memory_claims, run
 
 from paperworks.bench import BenchResult
-from paperworks.hydra_glue import compose, execute
+from paperworks.hydra_glue import compose
+from paperworks.testing import smoke_without_matplotlib
 
 
 def test_user_inputs_from_npy_files(tmp_path, rng):
@@ -49,13 +48,8 @@ def test_speed_and_memory_claims_need_repeated_measurements():
 
 
 def test_smoke_in_process_without_matplotlib(tmp_path, monkeypatch):
-    for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
-        monkeypatch.delitem(sys.modules, name)
-    monkeypatch.delitem(sys.modules, "getolp.plot", raising=False)
-    monkeypatch.setitem(sys.modules, "matplotlib", None)
-    doc = execute("getolp", run, compose("getolp", ["experiment=smoke"]), tmp_path)
-    assert (tmp_path / "results.json").exists() and doc["experiment"] == "smoke"
-    assert not list(tmp_path.glob("*.png"))
+    doc = smoke_without_matplotlib("getolp", run, monkeypatch, tmp_path)
+    assert doc["experiment"] == "smoke"
 
 
 @pytest.mark.parametrize("exp", ["smoke", "quick", "paper", "bench"])

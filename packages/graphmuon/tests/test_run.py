@@ -1,11 +1,11 @@
 import math
-import sys
 
 import pytest
 from graphmuon.run import build_claims, run, time_claim
 from graphmuon.train import time_steps, to_target
 
-from paperworks.hydra_glue import compose, execute
+from paperworks.hydra_glue import compose
+from paperworks.testing import smoke_without_matplotlib
 
 
 def _res(gm, base, name="adamw"):
@@ -75,12 +75,7 @@ def test_time_steps_interleaves_optimizers():
 
 
 def test_smoke_in_process_without_matplotlib(tmp_path, monkeypatch):
-    for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
-        monkeypatch.delitem(sys.modules, name)
-    monkeypatch.delitem(sys.modules, "graphmuon.plot", raising=False)
-    monkeypatch.setitem(sys.modules, "matplotlib", None)
-    doc = execute("graphmuon", run, compose("graphmuon", ["experiment=smoke"]), tmp_path)
-    assert (tmp_path / "results.json").exists() and doc["experiment"] == "smoke"
-    assert not list(tmp_path.glob("*.png"))
+    doc = smoke_without_matplotlib("graphmuon", run, monkeypatch, tmp_path)
+    assert doc["experiment"] == "smoke"
     assert {c["id"] for c in doc["checks"]} == {"muon_amplification", "graphmuon_mitigates", "recovers_muon"}
     assert build_claims  # the claims builder is importable on its own (used by notebooks)

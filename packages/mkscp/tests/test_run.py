@@ -1,8 +1,7 @@
-import sys
-
 from mkscp.run import run
 
-from paperworks.hydra_glue import compose, execute
+from paperworks.hydra_glue import compose
+from paperworks.testing import smoke_without_matplotlib
 
 # a smaller design than smoke's: the in-process run checks the plumbing, the CLI test runs smoke itself
 SMALL = ["dims=[2]", "residuals=[banana]", "alphas=[0.1]", "n_train=200", "n_fit=100",
@@ -11,13 +10,7 @@ SMALL = ["dims=[2]", "residuals=[banana]", "alphas=[0.1]", "n_train=200", "n_fit
 
 
 def test_smoke_without_matplotlib_writes_results_and_no_plots(tmp_path, monkeypatch):
-    for name in list(sys.modules):
-        if name == "mkscp.plot" or name == "matplotlib" or name.startswith("matplotlib."):
-            monkeypatch.delitem(sys.modules, name)
-    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
-    doc = execute("mkscp", run, compose("mkscp", ["experiment=smoke", *SMALL]), tmp_path)
-    assert (tmp_path / "results.json").exists()
-    assert not list(tmp_path.glob("*.png"))
+    doc = smoke_without_matplotlib("mkscp", run, monkeypatch, tmp_path, overrides=("experiment=smoke", *SMALL))
     assert {c["id"] for c in doc["checks"]} >= {"gp_posterior_variance", "mmd_minus_kpca", "coverage_alpha_0.1"}
 
 

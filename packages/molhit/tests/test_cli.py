@@ -1,7 +1,4 @@
-import sys
-
-from paperworks.hydra_glue import compose, execute
-from paperworks.testing import run_cli
+from paperworks.testing import run_cli, smoke_without_matplotlib
 
 CLAIMS = {"near_perfect_validity", "validity_beats_mask", "quality_beats_baselines", "dae_fidelity", "dae_generation",
           "qed_guidance", "mw_guidance", "scaffold_extension"}
@@ -22,10 +19,5 @@ def test_smoke_without_matplotlib_writes_results_and_no_plots(tmp_path, monkeypa
     """The glue writes results.json before plotting: without matplotlib the run still succeeds."""
     from molhit.run import run
 
-    for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.") or m == "molhit.plot"]:
-        monkeypatch.delitem(sys.modules, name)
-    monkeypatch.setitem(sys.modules, "matplotlib", None)
-    doc = execute("molhit", run, compose("molhit", ["experiment=smoke"]), tmp_path)
-    assert (tmp_path / "results.json").exists()
+    doc = smoke_without_matplotlib("molhit", run, monkeypatch, tmp_path)
     assert {c["id"] for c in doc["claims"]} == CLAIMS
-    assert not list(tmp_path.glob("*.png"))

@@ -1,10 +1,9 @@
-import sys
-
 import pytest
 from monarchrt.bench import bench_cpu
 from monarchrt.run import run
 
-from paperworks.hydra_glue import compose, execute
+from paperworks.hydra_glue import compose
+from paperworks.testing import smoke_without_matplotlib
 
 TINY_DIT = ["parts=[dit]", "dit.frames=4", "dit.size=8", "dit.dim=16", "dit.depth=1", "dit.heads=2",
             "dit.train_videos=8", "dit.test_videos=4", "dit.batch=4", "dit.steps=2", "dit.finetune_steps=1",
@@ -35,14 +34,9 @@ def test_tiny_dit_part_builds_paired_claims_and_checks(tmp_path):
 
 
 def test_smoke_in_process_without_matplotlib(tmp_path, monkeypatch):
-    for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
-        monkeypatch.delitem(sys.modules, name)
-    monkeypatch.delitem(sys.modules, "monarchrt.plot", raising=False)
-    monkeypatch.setitem(sys.modules, "matplotlib", None)
     # the smoke without part C (the Triton interpreter is the slow half; test_cli runs it)
-    doc = execute("monarchrt", run, compose("monarchrt", ["experiment=smoke", "parts=[fidelity]"]), tmp_path)
-    assert (tmp_path / "results.json").exists() and doc["experiment"] == "smoke"
-    assert not list(tmp_path.glob("*.png"))
+    doc = smoke_without_matplotlib("monarchrt", run, monkeypatch, tmp_path, overrides=("experiment=smoke", "parts=[fidelity]"))
+    assert doc["experiment"] == "smoke"
 
 
 @pytest.mark.parametrize("exp", ["smoke", "quick", "paper", "bench"])

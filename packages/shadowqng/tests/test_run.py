@@ -1,8 +1,7 @@
-import sys
-
 from shadowqng.run import run
 
-from paperworks.hydra_glue import compose, execute
+from paperworks.hydra_glue import compose
+from paperworks.testing import smoke_without_matplotlib
 
 TINY = ["experiment=smoke", "experiment.name=bench", "methods=[sgd,shadowqng]", "seeds=2", "budget=3000",
         "bench_build.sizes=[3]", "bench_build.ks=[1,2]", "checks.n=3", "checks.layers=1", "checks.circuits=1", "checks.tradeoff_n=3", "checks.reps=1",
@@ -34,12 +33,5 @@ def test_vqe_rows_cover_every_method_lr_and_seed():
 
 
 def test_smoke_without_matplotlib_writes_results_and_no_plots(tmp_path, monkeypatch):
-    for name in list(sys.modules):
-        if name == "shadowqng.plot" or name == "matplotlib" or name.startswith("matplotlib."):
-            monkeypatch.delitem(sys.modules, name)
-    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
-    cfg = compose("shadowqng", TINY + ["experiment.name=smoke"])
-    doc = execute("shadowqng", run, cfg, tmp_path)
-    assert (tmp_path / "results.json").exists()
-    assert not list(tmp_path.glob("*.png"))
+    doc = smoke_without_matplotlib("shadowqng", run, monkeypatch, tmp_path, overrides=(*TINY, "experiment.name=smoke"))
     assert {c["id"] for c in doc["checks"]} == {"qfim_is_covariance", "active_set_gd"}

@@ -1,10 +1,9 @@
-import sys
-
 import pytest
 from tikhonovgnn.bench import forward_backward, make_case, memory_mib, time_methods
 from tikhonovgnn.run import run
 
-from paperworks.hydra_glue import compose, execute
+from paperworks.hydra_glue import compose
+from paperworks.testing import smoke_without_matplotlib
 
 
 def test_math_task_checks_claims_1_and_3_hold():
@@ -81,10 +80,5 @@ def test_bench_task_in_process_gives_ratios(monkeypatch):
 
 
 def test_smoke_in_process_without_matplotlib(tmp_path, monkeypatch):
-    for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
-        monkeypatch.delitem(sys.modules, name)
-    monkeypatch.delitem(sys.modules, "tikhonovgnn.plot", raising=False)
-    monkeypatch.setitem(sys.modules, "matplotlib", None)
-    doc = execute("tikhonovgnn", run, compose("tikhonovgnn", ["experiment=smoke"]), tmp_path)
-    assert (tmp_path / "results.json").exists() and doc["experiment"] == "smoke"
-    assert not list(tmp_path.glob("*.png"))
+    doc = smoke_without_matplotlib("tikhonovgnn", run, monkeypatch, tmp_path)
+    assert doc["experiment"] == "smoke"

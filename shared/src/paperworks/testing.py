@@ -49,3 +49,27 @@ def readme_python_blocks(readme: Path, marker: str = "## Quickstart") -> list[st
     if not blocks:
         raise AssertionError(f"{readme}: {marker!r} holds no ```python block")
     return blocks
+
+
+def smoke_without_matplotlib(slug: str, run, monkeypatch, out_dir: Path,
+                             overrides: tuple[str, ...] = ("experiment=smoke",)) -> dict:
+    """Run ``slug``'s experiment in-process with matplotlib made unimportable; return results.json.
+
+    The run contract says a run returns its plots as a callable, so a run without matplotlib must
+    still write ``results.json`` (the glue logs "no plots"). This checks that, and that no figure
+    was written. ``monkeypatch`` is pytest's fixture; ``run`` is the package's ``run(cfg, out_dir)``.
+    """
+    from paperworks.hydra_glue import compose, execute
+
+    for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.delitem(sys.modules, f"{slug}.plot", raising=False)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    out_dir = Path(out_dir)
+    doc = execute(slug, run, compose(slug, list(overrides)), out_dir)
+    if not (out_dir / "results.json").exists():
+        raise AssertionError(f"{slug}: no results.json in {out_dir} without matplotlib")
+    pngs = sorted(p.name for p in out_dir.rglob("*.png"))
+    if pngs:
+        raise AssertionError(f"{slug}: figures written without matplotlib: {pngs}")
+    return doc
