@@ -2,6 +2,8 @@ import numpy as np
 import pytest
 from robustpredict import FixedShading, PostedPricing, RICh, SkiRental
 from robustpredict.baselines import best_posted_price
+from robustpredict.robust import RobustPolicy, shade_grid
+from sklearn.exceptions import NotFittedError
 
 
 def test_best_posted_price_brute_force(rng):
@@ -27,7 +29,7 @@ def test_ric_h_clusters_by_prediction(rng):
     p = ric.act(X)
     order = np.argsort(5 + X[:, 0])
     assert np.all(np.diff(p[order]) >= -1e-12)  # prices are monotone in the prediction here
-    with pytest.raises(RuntimeError, match="fit"):
+    with pytest.raises(NotFittedError, match="fit"):
         RICh(lambda X: X[:, 0]).act(X)
     with pytest.raises(ValueError, match="ks"):
         RICh(lambda X: X[:, 0], ks=[0])
@@ -44,3 +46,17 @@ def test_fixed_shading_picks_the_best_grid_shade(rng):
     assert fs.shade_ == pytest.approx(0.2, abs=0.021)  # ±0.2 errors: book exactly 0.2 extra
     with pytest.raises(ValueError, match="shades"):
         FixedShading(PostedPricing(), lambda X: X[:, 0], shades=[-1.0])
+
+
+def test_fixed_shading_default_grid_is_the_cv_grid(rng):
+    X = rng.normal(size=(2000, 2))
+    y = 5 + X[:, 0] + rng.standard_t(3, 2000) * 0.1
+    fs = FixedShading(PostedPricing(), lambda X: 5 + X[:, 0]).fit(X, y)
+    grid = shade_grid(y)
+    assert grid[0] == 0 and grid.size == 41 and grid[-1] == pytest.approx(np.std(y))
+    assert fs.shade_ in grid
+    # with nothing fitted inside a fold and equal folds, K-fold CV picks the pooled argmin: the same shade
+    cv = RobustPolicy(PostedPricing(), lambda X: 5 + X[:, 0], epsilon="cv", cv=5, random_state=0).fit(X, y)
+    assert cv.epsilon_ == fs.shade_
+    with pytest.raises(NotFittedError):
+        FixedShading(PostedPricing(), lambda X: X[:, 0]).act(X)

@@ -130,3 +130,41 @@ def test_bad_types():
         SkiRental(buy_cost="5")
     with pytest.raises(TypeError, match="loss"):
         CustomProblem(3.0, action_bounds=(0, 1))
+
+
+def test_custom_problem_loss_contract():
+    """A loss that returns NaN, does not broadcast or fails inside is refused with the loss named."""
+    with pytest.raises(ValueError, match="not finite"):
+        CustomProblem(lambda a, y: np.where(a > 5, np.nan, (a - y) ** 2), action_bounds=(0, 10))
+    with pytest.raises(ValueError, match="broadcast"):
+        CustomProblem(lambda a, y: a[:, 0] - y, action_bounds=(0, 10))
+    with pytest.raises(ValueError, match="broadcast"):
+        CustomProblem(lambda a, y: np.sum((a - y) ** 2), action_bounds=(0, 10))
+    with pytest.raises(ValueError, match="broadcast"):
+        CustomProblem(lambda a, y: (a - y)[0], action_bounds=(0, 10))  # a raw IndexError inside
+    # a loss that goes bad only away from the probe is caught on the call that reaches it
+    p = CustomProblem(lambda a, y: np.where(y > 50, np.inf, (a - y) ** 2), action_bounds=(0, 10))
+    with pytest.raises(ValueError, match="not finite"):
+        p.robust_action([49.9], 0.5)
+    with pytest.raises(ValueError, match="not finite"):
+        p.regret([1.0], [60.0])
+
+
+def test_generic_solver_refuses_nan_from_a_subclass():
+    class Bad(DecisionProblem):
+        def loss(self, action, state):
+            return np.where(np.asarray(action) > 1, np.nan, np.abs(np.asarray(action) - np.asarray(state)))
+
+    with pytest.raises(ValueError, match="Bad.loss.*not finite"):
+        Bad().robust_action([0.5], 0.1)
+
+
+@pytest.mark.parametrize("kw, exc, match", [
+    (dict(lipschitz=-1.0), ValueError, "lipschitz"), (dict(gap_slope=0.0), ValueError, "gap_slope"),
+    (dict(gap_slope="2"), TypeError, "gap_slope"), (dict(jump=-1.0), ValueError, "jump"),
+    (dict(state_low=float("nan")), ValueError, "state_low"), (dict(action_bounds=(0, np.inf)), ValueError, "action_bounds"),
+])
+def test_custom_problem_bad_constants(kw, exc, match):
+    args = dict(action_bounds=(0, 10), **kw) if "action_bounds" not in kw else kw
+    with pytest.raises(exc, match=match):
+        CustomProblem(lambda a, y: (a - y) ** 2, **args)

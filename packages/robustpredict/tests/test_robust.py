@@ -1,11 +1,13 @@
 import numpy as np
 import pytest
 from robustpredict import (
+    CustomProblem,
     FollowThePrediction,
     HouseFlipping,
     PostedPricing,
     RobustPolicy,
     SkiRental,
+    conformal_epsilon,
     epsilon_for,
     estimate_eta,
     excess_loss,
@@ -13,6 +15,7 @@ from robustpredict import (
     theoretical_bound,
 )
 from scipy import optimize
+from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LinearRegression
 
 
@@ -92,7 +95,7 @@ def test_auto_epsilon_from_heldout(rng):
     np.testing.assert_allclose(pol.epsilon_, epsilon_for(pol.eta_, jump=5.0))
     oracle = RobustPolicy(SkiRental(5.0), lambda X: 5 + X[:, 0], eta=0.1)
     np.testing.assert_allclose(oracle.act(X[:5]), SkiRental(5.0).robust_action(5 + X[:5, 0], epsilon_for(0.1, jump=5.0)))
-    with pytest.raises(RuntimeError, match="fit"):
+    with pytest.raises(NotFittedError, match="fit"):
         RobustPolicy(SkiRental(5.0), lambda X: X[:, 0]).act(X)
 
 
@@ -137,3 +140,108 @@ def test_bad_inputs(rng):
         RobustPolicy(SkiRental(5.0), lambda X: X[:, 0]).fit(X, -np.ones(10))
     with pytest.raises(ValueError, match="y has"):
         excess_loss(FollowThePrediction(PostedPricing(), lambda X: X[:, 0]), X, np.ones(3))
+
+
+def _conformal_objective(r, eps, jump, lipschitz, gap_slope):
+    a = np.abs(r)
+    return gap_slope * eps + lipschitz * np.mean(np.maximum(a - eps, 0)) + jump * (np.sum(a > eps) + 1) / (a.size + 1)
+
+
+@pytest.mark.parametrize("jump, lipschitz, gap_slope", [(5.0, 1.0, 2.0), (0.5, 1.0, 2.0), (0.0, 3.0, 1.5), (8.0, 0.0, 2.0)])
+def test_conformal_epsilon_is_the_exact_minimiser(rng, jump, lipschitz, gap_slope):
+    for r in (rng.normal(0, 0.3, 301), rng.standard_t(3, 200) * 0.1, np.repeat([0.1, -0.2, 0.4], 20)):
+        eps, log = conformal_epsilon(r, jump=jump, lipschitz=lipschitz, gap_slope=gap_slope, log=True)
+        # brute force: a fine grid plus the order statistics (the objective's breakpoints)
+        cand = np.concatenate([np.linspace(0, 1.5 * np.abs(r).max(), 3001), np.abs(r)])
+        objs = [_conformal_objective(r, e, jump, lipschitz, gap_slope) for e in cand]
+        assert log["objective"] == pytest.approx(_conformal_objective(r, eps, jump, lipschitz, gap_slope), abs=1e-12)
+        assert log["objective"] <= min(objs) + 1e-12
+        assert log["alpha"] == pytest.approx((np.sum(np.abs(r) > eps) + 1) / (r.size + 1))
+
+
+@pytest.mark.parametrize("jump", [0.5, 2.0, 8.0])
+def test_conformal_epsilon_is_consistent_for_the_population_minimiser(rng, jump):
+    """With many Gaussian residuals ε̂ approaches the minimiser of the population objective
+    g·ε + L·E(|e| - ε)_+ + J·P(|e| > ε) (closed form for |N(0, σ)|, minimised by scipy)."""
+    from scipy import stats
+
+    s = 0.1
+
+    def pop(e):
+        z = e / s
+        return 2 * e + 2 * (s * stats.norm.pdf(z) - e * stats.norm.sf(z)) + jump * 2 * stats.norm.sf(z)
+
+    best = optimize.minimize_scalar(pop, bounds=(0, 10 * s), method="bounded", options={"xatol": 1e-10})
+    eps = conformal_epsilon(rng.normal(0, s, 50000), jump=jump)
+    assert pop(eps) <= best.fun * 1.01
+    np.testing.assert_allclose(eps, best.x, rtol=0.05)
+    # a larger jump asks for a wider ball
+    r = rng.normal(0, s, 2000)
+    assert conformal_epsilon(r, jump=10.0) >= conformal_epsilon(r, jump=1.0) >= conformal_epsilon(r, jump=0.1)
+
+
+@pytest.mark.parametrize("noise", ["gaussian", "student"])
+def test_conformal_epsilon_beats_the_markov_rule_on_light_tails(rng, noise):
+    """Not a law, but what the rule is for: with errors far from Markov's worst case, the plug-in tail
+    gives a smaller ε and a smaller test regret than ε = epsilon_for(η)."""
+    n, prob = 4000, PostedPricing()
+    X = rng.normal(size=(3 * n, 2))
+    e = rng.normal(0, 0.1, 3 * n) if noise == "gaussian" else 0.1 * rng.standard_t(3, 3 * n) / np.sqrt(3)
+    y = np.maximum(5 + X[:, 0] + e, 0)
+    auto = RobustPolicy(prob, lambda X: 5 + X[:, 0], "auto").fit(X[:n], y[:n])
+    conf = RobustPolicy(prob, lambda X: 5 + X[:, 0], "conformal").fit(X[:n], y[:n])
+    assert conf.epsilon_ < auto.epsilon_
+    assert excess_loss(conf, X[n:], y[n:]) < excess_loss(auto, X[n:], y[n:])
+
+
+def test_custom_problem_constants_drive_auto_epsilon(rng):
+    """A 1:3 newsvendor: G(ε) = 1.5ε, L = 3, J = 0. With the constants stated, 'auto' solves the right
+    cubic; without them it warns, estimates g by robust_gap and falls back to L = 1."""
+    def loss(a, y):
+        return np.maximum(3 * (y - a), a - y)
+
+    X = rng.normal(size=(1000, 1))
+    y = 5 + X[:, 0] + rng.normal(0, 0.2, 1000)
+    told = CustomProblem(loss, action_bounds=(0, 20), jump=0.0, lipschitz=3.0, gap_slope=1.5)
+    y_hat = 5 + X[:, 0]
+    assert robust_gap(told, 0.3, y_hat[:50]) == pytest.approx(1.5 * 0.3, rel=1e-3)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pol = RobustPolicy(told, lambda X: 5 + X[:, 0], "auto").fit(X, y)
+    np.testing.assert_allclose(pol.epsilon_, epsilon_for(pol.eta_, jump=0.0, lipschitz=3.0, gap_slope=1.5))
+    np.testing.assert_allclose(pol.epsilon_, pol.eta_ * np.sqrt(3.0 / (4 * 1.5)), rtol=1e-9)  # J = 0: ε = η·sqrt(L/4g)
+    silent = CustomProblem(loss, action_bounds=(0, 20), jump=0.0)
+    with pytest.warns(UserWarning, match="gap_slope.*lipschitz"):
+        guess = RobustPolicy(silent, lambda X: 5 + X[:, 0], "auto").fit(X, y)
+    assert guess.gap_slope_ == pytest.approx(1.5, rel=0.02)
+    assert guess.lipschitz_ == 1.0
+    np.testing.assert_allclose(guess.epsilon_, epsilon_for(guess.eta_, jump=0.0, lipschitz=1.0,
+                                                           gap_slope=guess.gap_slope_))
+    # a number needs no constants: no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        RobustPolicy(silent, lambda X: 5 + X[:, 0], 0.1).fit(X, y)
+
+
+def test_epsilon_rules_bad_input(rng):
+    X = rng.normal(size=(50, 2))
+    for kw, exc, match in [(dict(epsilon="oracle"), ValueError, "epsilon"), (dict(epsilon=[0.1]), TypeError, "epsilon"),
+                           (dict(epsilon=True), TypeError, "epsilon"), (dict(epsilon=float("nan")), ValueError, "epsilon"),
+                           (dict(cv=1), ValueError, "cv"), (dict(grid=[-1.0]), ValueError, "grid"),
+                           (dict(alpha=1.5), ValueError, "alpha"), (dict(eta=-1.0), ValueError, "eta"),
+                           (dict(eta="0.1"), TypeError, "eta")]:
+        with pytest.raises(exc, match=match):
+            RobustPolicy(PostedPricing(), lambda X: X[:, 0], **kw)
+    # an infinite jump has no finite bound: 'auto' and 'conformal' refuse, 'cv' works
+    p = CustomProblem(lambda a, y: (a - y) ** 2, action_bounds=(-10, 10), lipschitz=2.0, gap_slope=1.0)
+    y = X[:, 0] + 0.1
+    for rule in ("auto", "conformal"):
+        with pytest.raises(ValueError, match="finite jump"):
+            RobustPolicy(p, lambda X: X[:, 0], rule).fit(X, y)
+    assert RobustPolicy(p, lambda X: X[:, 0], "cv", grid=[0.0, 0.1]).fit(X, y).epsilon_ in (0.0, 0.1)
+    with pytest.raises(ValueError, match="lipschitz"):
+        epsilon_for(0.1, jump=1.0, lipschitz=-1.0)
+    with pytest.raises(TypeError, match="jump"):
+        theoretical_bound(0.1, 0.1, jump="1")

@@ -1,8 +1,9 @@
 """Robustified follow-the-prediction for contextual optimization.
 
 Wrap any black-box predictor ``x -> ŷ`` into a decision policy that acts optimally against the
-worst state within ε of the prediction, with ε set from held-out error; closed forms for posted
-pricing, ski rental and house flipping and a generic numerical min–max for your own problem.
+worst state within ε of the prediction, with ε learned from held-out data (the bound's rule, a
+conformal tail estimate, or cross-validation); closed forms for posted pricing, ski rental and house
+flipping and a generic numerical min–max for your own problem. The policies are scikit-learn estimators.
 """
 
 from robustpredict.baselines import FixedShading, RICh
@@ -10,10 +11,12 @@ from robustpredict.problems import CustomProblem, DecisionProblem, HouseFlipping
 from robustpredict.robust import (
     FollowThePrediction,
     RobustPolicy,
+    conformal_epsilon,
     epsilon_for,
     estimate_eta,
     excess_loss,
     robust_gap,
+    shade_grid,
     theoretical_bound,
 )
 
@@ -27,10 +30,12 @@ __all__ = [
     "RICh",
     "RobustPolicy",
     "SkiRental",
+    "conformal_epsilon",
     "epsilon_for",
     "estimate_eta",
     "excess_loss",
     "robust_gap",
+    "shade_grid",
     "theoretical_bound",
 ]
-__version__ = "0.1.0"
+__version__ = "0.2.0"

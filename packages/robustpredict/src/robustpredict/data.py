@@ -3,8 +3,9 @@
 * ``f`` linear, ``mean + spread·(w·x)/|w|``, or a small nonlinear one of the same mean and scale;
   both clipped below at ``mean/10`` (an event of probability < 1e-5 at the defaults) so that
   prices, season lengths and resale values stay positive.
-* ``ξ``: Gaussian of standard deviation η, or the paper's counterexample, symmetric ``±η``
-  (two-point). Then ``f(x) = E[y | x]`` is the minimum-variance (Bayes, MSE-optimal) predictor of
+* ``ξ``: Gaussian of standard deviation η, Student-t with 3 degrees of freedom scaled to standard
+  deviation η (heavy tails: errors that leave any ball now and then), or the paper's counterexample,
+  symmetric ``±η`` (two-point). Then ``f(x) = E[y | x]`` is the minimum-variance (Bayes, MSE-optimal) predictor of
   ``y`` and its RMSE is exactly η: an honest, unbiased predictor with calibrated error.
 """
 
@@ -12,7 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-NOISES = ("gaussian", "two_point")
+NOISES = ("gaussian", "student_t", "two_point")
+STUDENT_DF = 3.0
 FUNCTIONS = ("linear", "nonlinear")
 
 
@@ -50,6 +52,8 @@ def noise(rng: np.random.Generator, n: int, eta: float, kind: str = "gaussian") 
         raise ValueError(f"eta must be >= 0, got {eta}")
     if kind == "gaussian":
         return eta * rng.standard_normal(n)
+    if kind == "student_t":
+        return eta * rng.standard_t(STUDENT_DF, n) / np.sqrt(STUDENT_DF / (STUDENT_DF - 2))
     return eta * rng.choice([-1.0, 1.0], size=n)
 
 

@@ -6,7 +6,7 @@ from collections import defaultdict
 
 from paperworks.plotting import savefig, use_style
 
-STYLES = {"ftp": "o-", "robust": "s-", "robust_oracle": "^--", "robust_conformal": "v:",
+STYLES = {"ftp": "o-", "robust": "s-", "robust_oracle": "^--", "robust_conformal": "v:", "robust_cv": "p-.",
           "fixed_shading": "d-", "ric_h": "x-", "bound": "k:"}
 
 

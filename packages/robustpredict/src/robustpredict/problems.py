@@ -17,7 +17,9 @@ the ball and the jump ``J`` (the largest regret a state outside the ball can cau
 For all three problems the robust optimization gap is ``G(ε) = 2ε``, ``L = 1``.
 
 A user problem subclasses :class:`DecisionProblem` and implements ``loss`` (and, ideally,
-``action_bounds``); FTP and the robust action then come from the generic numerical min–max.
+``action_bounds``, ``gap_slope``, ``lipschitz`` and ``jump``), or wraps a loss function in
+:class:`CustomProblem`; FTP and the robust action then come from the generic numerical min–max,
+which refuses a loss that returns NaN/inf or does not broadcast.
 """
 
 from __future__ import annotations
@@ -34,6 +36,19 @@ def _positive(name: str, value) -> float:
     value = float(value)
     if not np.isfinite(value) or value <= 0:
         raise ValueError(f"{name} must be a positive finite number, got {value}")
+    return value
+
+
+def _number(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    return float(value)
+
+
+def _nonneg(name: str, value) -> float:
+    value = _number(name, value)
+    if not np.isfinite(value) or value < 0:
+        raise ValueError(f"{name} must be a finite number >= 0, got {value}")
     return value
 
 
@@ -66,9 +81,10 @@ class DecisionProblem:
 
     Attributes:
         state_low: lower end of the state domain (balls are clipped to it); default ``-inf``.
-        lipschitz: ``L`` in the bound (growth of the regret beyond the ball); default 1.
-        gap_slope: ``g`` with robust optimization gap ``G(ε) = g·ε``; default 2 (measure yours
-            with :func:`robustpredict.robust.robust_gap`).
+        lipschitz: ``L`` in the bound (growth of the regret beyond the ball); ``None``: unknown
+            (a policy that needs it warns and uses 1).
+        gap_slope: ``g`` with robust optimization gap ``G(ε) = g·ε``; ``None``: unknown (a policy
+            that needs it warns and estimates it with :func:`robustpredict.robust.robust_gap`).
         extra_actions: discrete actions tried besides the continuous grid (e.g. "pass").
 
     The default :meth:`ftp_action` and :meth:`robust_action` solve the min–max numerically
@@ -76,8 +92,8 @@ class DecisionProblem:
     """
 
     state_low: float = -np.inf
-    lipschitz: float = 1.0
-    gap_slope: float = 2.0
+    lipschitz: float | None = None
+    gap_slope: float | None = None
     extra_actions: tuple[float, ...] = ()
 
     # to implement
@@ -95,6 +111,27 @@ class DecisionProblem:
         return np.inf
 
     # derived
+    def _checked_loss(self, action, state) -> np.ndarray:
+        """``loss`` with its contract checked: broadcast shape, finite values (the generic solver
+        would otherwise rank NaN actions arbitrarily)."""
+        action, state = np.asarray(action, dtype=float), np.asarray(state, dtype=float)
+        want = np.broadcast_shapes(action.shape, state.shape)
+        name = f"{type(self).__name__}.loss"
+        try:
+            out = np.asarray(self.loss(action, state), dtype=float)
+        except (IndexError, ValueError, TypeError) as err:
+            raise ValueError(f"{name}(action, state) failed on arrays of shapes {action.shape} and {state.shape}: "
+                             f"{err} (the loss must broadcast like numpy arithmetic)") from err
+        if out.shape != want:
+            raise ValueError(f"{name}(action, state) must broadcast: on shapes {action.shape} and {state.shape} it "
+                             f"returned shape {out.shape}, expected {want}")
+        if not np.all(np.isfinite(out)):
+            bad = np.argwhere(~np.isfinite(out))[0]
+            a = np.broadcast_to(action, want)[tuple(bad)]
+            y = np.broadcast_to(state, want)[tuple(bad)]
+            raise ValueError(f"{name} returned {out[tuple(bad)]} (not finite) at action={a:g}, state={y:g}")
+        return out
+
     def check_states(self, states, name: str = "y") -> np.ndarray:
         """``states`` as a finite 1-D array inside the state domain (``>= state_low``)."""
         y = as_predictions(states, name)
@@ -106,11 +143,11 @@ class DecisionProblem:
     def optimal_loss(self, state) -> np.ndarray:
         """Full-information optimum ``min_a L(a, y)`` (default: numerically, via FTP on ``y``)."""
         y = as_predictions(state, "state")
-        return self.loss(self.ftp_action(y), y)
+        return self._checked_loss(self.ftp_action(y), y)
 
     def regret(self, action, state) -> np.ndarray:
         """``L(a, y) - min_a' L(a', y)``, the excess loss of one decision."""
-        return self.loss(action, state) - self.optimal_loss(state)
+        return self._checked_loss(action, state) - self.optimal_loss(state)
 
     def ball(self, y_hat, epsilon, n: int):
         """``n`` states spanning ``B_ε(ŷ)`` (both ends included), shape ``(len(y_hat), n)``."""
@@ -147,7 +184,7 @@ class DecisionProblem:
             states = self.ball(yh, ep, n_states if np.any(ep > 0) else 1)
 
             def worst(actions, states=states):  # (m, k) -> (m, k)
-                return self.loss(actions[:, :, None], states[:, None, :]).max(-1)
+                return self._checked_loss(actions[:, :, None], states[:, None, :]).max(-1)
 
             lo0, hi0 = (np.broadcast_to(np.asarray(b, dtype=float), yh.shape).copy() for b in self.action_bounds(yh, ep))
             # coarse grid, then zoom around the ``n_keep`` best points (a narrow optimum next to a
@@ -192,7 +229,7 @@ class DecisionProblem:
         eps = np.broadcast_to(as_epsilon(epsilon), y_hat.shape).astype(float)
         a = self.robust_action(y_hat, eps) if action is None else np.broadcast_to(action, y_hat.shape)
         states = self.ball(y_hat, eps, n_states)
-        reg = self.loss(a[:, None], states) - self.optimal_loss(states.ravel()).reshape(states.shape)
+        reg = self._checked_loss(a[:, None], states) - self.optimal_loss(states.ravel()).reshape(states.shape)
         return reg.max(-1)
 
 
@@ -200,27 +237,48 @@ class CustomProblem(DecisionProblem):
     """A problem from a loss function, for quick use without subclassing.
 
     Args:
-        loss: ``loss(action, state) -> array``, broadcasting.
+        loss: ``loss(action, state) -> array``, broadcasting like numpy arithmetic and finite.
+            Probed at construction on a small grid of the action interval (states there too,
+            clipped to ``state_low``) and checked on every call.
         action_bounds: global ``(low, high)`` search interval of the action.
         state_low: lower end of the state domain.
-        jump: ``J`` of the bound, if known.
+        jump: ``J`` of the bound, if known (``inf``: unknown, so no finite bound and no ``"auto"``).
+        lipschitz: ``L`` of the bound (growth of the regret beyond the ball), if known.
+        gap_slope: ``g`` of the robust optimization gap ``G(ε) = g·ε``, if known. Without it a
+            policy with ``epsilon="auto"`` estimates it with :func:`~robustpredict.robust.robust_gap`
+            and warns; without ``lipschitz`` it warns and uses 1.
+        extra_actions: discrete actions tried besides the continuous grid.
 
     Example:
-        >>> p = CustomProblem(lambda a, y: (a - y) ** 2, action_bounds=(-10, 10))
+        >>> p = CustomProblem(lambda a, y: (a - y) ** 2, action_bounds=(-10, 10), jump=0.0,
+        ...                   lipschitz=2.0, gap_slope=1.0)
         >>> float(p.ftp_action([1.5])[0])  # doctest: +ELLIPSIS
         1.5...
     """
 
     def __init__(self, loss, *, action_bounds, state_low: float = -np.inf, jump: float = np.inf,
-                 extra_actions=()):
+                 lipschitz: float | None = None, gap_slope: float | None = None, extra_actions=()):
         if not callable(loss):
             raise TypeError(f"loss must be callable, got {type(loss).__name__}")
-        lo, hi = (float(b) for b in action_bounds)
-        if not lo < hi:
-            raise ValueError(f"action_bounds must be (low, high) with low < high, got {action_bounds}")
-        self._loss, self._bounds, self._jump = loss, (lo, hi), float(jump)
-        self.state_low = float(state_low)
-        self.extra_actions = tuple(float(a) for a in extra_actions)
+        try:
+            lo, hi = (_number("action_bounds", b) for b in action_bounds)
+        except (TypeError, ValueError) as err:
+            raise type(err)(f"action_bounds must be (low, high) numbers: {err}") from None
+        if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+            raise ValueError(f"action_bounds must be finite (low, high) with low < high, got {action_bounds}")
+        self.state_low = _number("state_low", state_low)
+        if np.isnan(self.state_low) or self.state_low == np.inf:
+            raise ValueError(f"state_low must be a number or -inf, got {state_low}")
+        j = _number("jump", jump)
+        if np.isnan(j) or j < 0:
+            raise ValueError(f"jump must be >= 0 (inf if unknown), got {jump}")
+        self.lipschitz = None if lipschitz is None else _nonneg("lipschitz", lipschitz)
+        self.gap_slope = None if gap_slope is None else _positive("gap_slope", gap_slope)
+        self._loss, self._bounds, self._jump = loss, (lo, hi), j
+        self.extra_actions = tuple(_number("extra_actions", a) for a in extra_actions)
+        # probe the contract once, where the problem is written
+        a = np.linspace(lo, hi, 3)
+        self._checked_loss(a[:, None], np.maximum(np.linspace(lo, hi, 4), self.state_low)[None, :])
 
     def loss(self, action, state):
         return np.asarray(self._loss(np.asarray(action, dtype=float), np.asarray(state, dtype=float)), dtype=float)
@@ -251,6 +309,8 @@ class PostedPricing(DecisionProblem):
     """
 
     state_low = 0.0
+    lipschitz = 1.0
+    gap_slope = 2.0
 
     def __init__(self, value_bound: float | None = None):
         self.value_bound = None if value_bound is None else _positive("value_bound", value_bound)
@@ -297,6 +357,8 @@ class SkiRental(DecisionProblem):
     """
 
     state_low = 0.0
+    lipschitz = 1.0
+    gap_slope = 2.0
 
     def __init__(self, buy_cost: float = 5.0):
         self.buy_cost = _positive("buy_cost", buy_cost)
@@ -341,6 +403,8 @@ class HouseFlipping(DecisionProblem):
 
     PASS = -1.0
     state_low = 0.0
+    lipschitz = 1.0
+    gap_slope = 2.0
     extra_actions = (-1.0,)
 
     def __init__(self, purchase_cost: float = 5.0, holding_cost: float = 0.5):
