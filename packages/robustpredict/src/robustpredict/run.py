@@ -319,7 +319,24 @@ def _claims(cfg, rows, problems) -> tuple[list[Claim], list[Claim], dict]:
                           f"{max(cfg.ric_ks)}); ε='cv' and the tuned shade chose the same ε in "
                           f"{_same_eps(lrn):.0%} of the fits"))
     extra["cv_same_eps_as_fixed_shading"] = _same_eps(rows)
+    extra["learned_means"] = _learned_means(lrn)
     return claims, checks, extra
+
+
+def _learned_means(lrn) -> list[dict]:
+    """Mean over seeds per (problem, predictor, n): test RMSE, each policy's excess loss and ε."""
+    out = []
+    for key in sorted({(r["problem"], r["model"], r["n"]) for r in lrn}):
+        sel = [r for r in lrn if (r["problem"], r["model"], r["n"]) == key]
+        row = {"problem": key[0], "model": key[1], "n": key[2],
+               "eta_test": float(np.mean([r["eta_test"] for r in sel if r["policy"] == "ftp"]))}
+        for pol in sorted({r["policy"] for r in sel}):
+            ps = [r for r in sel if r["policy"] == pol]
+            row[pol] = float(np.mean([r["excess_loss"] for r in ps]))
+            if "epsilon" in ps[0]:
+                row[f"epsilon_{pol}"] = float(np.mean([r["epsilon"] for r in ps]))
+        out.append(row)
+    return out
 
 
 def _same_eps(rows) -> float:
