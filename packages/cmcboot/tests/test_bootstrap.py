@@ -2,7 +2,8 @@ import warnings
 
 import numpy as np
 import pytest
-from cmcboot import ModelBootstrap, confidence_interval, count_transitions, estimate_kernel, simulate_datasets
+from cmcboot import (ModelBootstrap, confidence_interval, count_transitions, estimate_kernel, riverswim,
+                     riverswim_behaviours, simulate_datasets)
 from cmcboot.bootstrap import confidence_intervals, estimate_behaviour, simulate_counts, simulate_paths
 from cmcboot.mdp import policy_evaluation
 from scipy import stats
@@ -74,7 +75,7 @@ def test_counts_equal_the_counted_paths(rng):
     P = rng.dirichlet(np.ones(4), size=(2, 4, 3))
     pi = rng.dirichlet(np.ones(3), size=(2, 4))
     starts, lengths = np.array([[0, 1, 3], [2, 2, 0]]), np.array([5, 9, 2])
-    c = simulate_counts(P, pi, starts, lengths, 7, np.random.default_rng(5), resample_starts=True)
+    c = simulate_counts(P, pi, starts, lengths, 7, np.random.default_rng(5), resample_starts=True, steps_per_draw=1)
     p = simulate_paths(P, pi, starts, lengths, 7, np.random.default_rng(5), resample_starts=True)
     ref = np.zeros_like(c)
     for d in range(2):
@@ -240,3 +241,86 @@ def test_episodic_regime_regenerates_k_episodes(rng):
     np.testing.assert_allclose(mb.kernels_.sum(-1), 1.0)
     lo, hi = mb.interval("Q", policy=PI, rewards=R, level=0.9)
     assert np.all(lo <= hi)
+
+
+# sizes, unreached states, the 0.2 validation ------------------------------------------------------------------
+
+def test_inferred_sizes_warn_and_unreached_states_are_counted(rng):
+    """A short chain on a 100-state river: with n_states given, the states it never reached stay in the
+    model and are counted; inferred, the model silently shrinks (and says so)."""
+    P, R = riverswim(100)
+    traj = simulate_datasets(P, riverswim_behaviours(100, 0.7)["mostly_right"], n_datasets=1, n_episodes=1,
+                             length=3000, initial=np.eye(100)[0], rng=rng)[0, 0]
+    seen = np.unique(traj[:, [0, 2]])
+    with pytest.warns(UserWarning, match="n_states inferred"):
+        small = ModelBootstrap(n_boot=10, seed=0, n_actions=2).fit(traj)
+    assert small.n_states_ == seen.max() + 1 < 100
+    with pytest.warns(UserWarning, match="never appear in the data"):
+        mb = ModelBootstrap(n_boot=10, seed=0, n_states=100, n_actions=2).fit(traj)
+    assert mb.n_states_ == 100 and mb.n_unreached_ == 100 - seen.size
+    np.testing.assert_array_equal(mb.unreached_states_, np.setdiff1d(np.arange(100), seen))
+    assert mb.support_.size <= seen.size and mb.kernels_.shape == (10, 100, 2, 100)
+    with pytest.warns(UserWarning, match="unvisited"):
+        lo, hi, info = mb.interval("V", policy=np.full((100, 2), 0.5), rewards=R, log=True)
+    np.testing.assert_array_equal(info["unreached_states"], mb.unreached_states_)
+    assert info["visits"].shape == (100, 2) and info["visits"].sum() == len(traj)
+    # the reduced solve agrees with the full one on the materialised kernels
+    V_full = policy_evaluation(mb.kernels_, R, np.full((100, 2), 0.5), 0.9)[0]
+    np.testing.assert_allclose(mb.replicates("V", np.full((100, 2), 0.5), R, 0.9)[1], V_full, rtol=1e-9)
+
+
+@pytest.mark.parametrize("kwargs, err, match", [
+    ({"n_states": "6"}, TypeError, "n_states"), ({"n_states": 6.5}, TypeError, "n_states"),
+    ({"n_states": True}, TypeError, "n_states"), ({"n_states": 0}, ValueError, "n_states"),
+    ({"n_actions": 2.0}, TypeError, "n_actions"), ({"seed": "a"}, TypeError, "seed"),
+    ({"seed": -1}, ValueError, "seed"), ({"seed": 1.5}, TypeError, "seed"),
+    ({"n_boot": "100"}, ValueError, "n_boot"), ({"unvisited": "zero"}, ValueError, "unvisited"),
+    ({"regime": "iid"}, ValueError, "regime"),
+])
+def test_bad_parameters_fail_at_construction_naming_the_argument(kwargs, err, match):
+    with pytest.raises(err, match=match):
+        ModelBootstrap(**kwargs)
+
+
+def test_bad_parameters_set_later_fail_at_fit(river_chain):
+    _, _, traj = river_chain
+    mb = ModelBootstrap(n_boot=10, n_states=6, n_actions=2).set_params(n_states="6")
+    with pytest.raises(TypeError, match="n_states"):
+        mb.fit(traj)
+
+
+def test_episodic_regime_needs_two_episodes(river_chain):
+    _, _, traj = river_chain
+    with pytest.raises(ValueError, match="regime='episodic' needs at least 2 episodes"):
+        ModelBootstrap(regime="episodic", n_boot=10, n_states=6, n_actions=2).fit(traj)
+
+
+def test_seed_accepts_a_generator(river_chain):
+    _, R, traj = river_chain
+    a = ModelBootstrap(n_boot=30, seed=np.random.default_rng(3), n_states=6, n_actions=2).fit(traj)
+    b = ModelBootstrap(n_boot=30, seed=3, n_states=6, n_actions=2).fit(traj)
+    np.testing.assert_array_equal(a.boot_counts_, b.boot_counts_)
+
+
+@pytest.mark.parametrize("initial, match", [(np.ones(5) / 5, "initial"), (np.full(6, 0.2), "initial"),
+                                            (np.array([1.5, -0.5, 0, 0, 0, 0]), "initial"),
+                                            (np.array(["a"] * 6), "initial")])
+def test_simulate_datasets_names_a_bad_initial(initial, match):
+    from cmcboot import riverswim, riverswim_behaviours
+
+    P, _ = riverswim(6)
+    with pytest.raises(ValueError, match=match):
+        simulate_datasets(P, riverswim_behaviours(6)["history"], n_datasets=1, n_episodes=1, length=5,
+                          initial=initial, rng=np.random.default_rng(0))
+
+
+def test_simulate_datasets_names_bad_sizes_and_rng():
+    from cmcboot import riverswim, riverswim_behaviours
+
+    P, _ = riverswim(6)
+    beh = riverswim_behaviours(6)["history"]
+    with pytest.raises(TypeError, match="n_datasets"):
+        simulate_datasets(P, beh, n_datasets=2.0, n_episodes=1, length=5, initial=np.eye(6)[0],
+                          rng=np.random.default_rng(0))
+    with pytest.raises(TypeError, match="rng"):
+        simulate_datasets(P, beh, n_datasets=1, n_episodes=1, length=5, initial=np.eye(6)[0], rng=0)

@@ -6,7 +6,7 @@ from data of an unknown, possibly history-dependent behaviour policy; RiverSwim 
 
 from cmcboot.baselines import EpisodicBootstrap, PluginCLT, delta_method
 from cmcboot.bootstrap import ModelBootstrap, confidence_interval, count_transitions, estimate_kernel
-from cmcboot.data import riverswim_behaviours, rollout, simulate_datasets
+from cmcboot.data import from_arrays, load_trajectories, riverswim_behaviours, rollout, simulate_datasets
 from cmcboot.envs import FiniteMDPEnv, RiverSwimEnv, riverswim
 from cmcboot.mdp import policy_evaluation, value_iteration
 
@@ -20,6 +20,8 @@ __all__ = [
     "count_transitions",
     "delta_method",
     "estimate_kernel",
+    "from_arrays",
+    "load_trajectories",
     "policy_evaluation",
     "riverswim",
     "riverswim_behaviours",
@@ -27,4 +29,4 @@ __all__ = [
     "simulate_datasets",
     "value_iteration",
 ]
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -50,6 +50,7 @@ class EpisodicBootstrap(_KernelBootstrap):
         self.unvisited = unvisited
         self.n_states = n_states
         self.n_actions = n_actions
+        self._check_params()
 
     def fit(self, trajectories):
         data = self._fit_data(trajectories)

@@ -74,6 +74,30 @@ def _as_trajectories(trajectories) -> list[np.ndarray]:
     return out
 
 
+def check_size(value, name: str, *, optional: bool = True) -> int | None:
+    """A positive integer (``n_states``, ``n_actions``): no strings, floats or bools coerced."""
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be a positive integer{' or None' if optional else ''}, "
+                        f"got {value!r} ({type(value).__name__})")
+    if value < 1:
+        raise ValueError(f"{name} must be >= 1, got {value}")
+    return int(value)
+
+
+def check_seed(seed, name: str = "seed"):
+    """``None``, a non-negative integer or a :class:`numpy.random.Generator`."""
+    if seed is None or isinstance(seed, np.random.Generator):
+        return seed
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise TypeError(f"{name} must be None, a non-negative integer or a numpy Generator, "
+                        f"got {seed!r} ({type(seed).__name__})")
+    if seed < 0:
+        raise ValueError(f"{name} must be >= 0, got {seed}")
+    return int(seed)
+
+
 def count_transitions(trajectories, n_states: int | None = None, n_actions: int | None = None) -> dict:
     """Counts and structure of the data.
 
@@ -86,8 +110,9 @@ def count_transitions(trajectories, n_states: int | None = None, n_actions: int 
     allidx = np.concatenate(idx)
     if allidx.min() < 0:
         raise ValueError("states and actions must be non-negative integers")
-    S = int(max(allidx[:, 0].max(), allidx[:, 2].max()) + 1) if n_states is None else int(n_states)
-    A = int(allidx[:, 1].max() + 1) if n_actions is None else int(n_actions)
+    n_states, n_actions = check_size(n_states, "n_states"), check_size(n_actions, "n_actions")
+    S = int(max(allidx[:, 0].max(), allidx[:, 2].max()) + 1) if n_states is None else n_states
+    A = int(allidx[:, 1].max() + 1) if n_actions is None else n_actions
     if max(allidx[:, 0].max(), allidx[:, 2].max()) >= S:
         raise ValueError(f"states must be in [0, {S}) (n_states={S}), found {max(allidx[:, 0].max(), allidx[:, 2].max())}")
     if allidx[:, 1].max() >= A:
@@ -110,7 +135,8 @@ def count_transitions(trajectories, n_states: int | None = None, n_actions: int 
         reward_n = np.bincount(sa, minlength=S * A).reshape(S, A)
     return {"counts": ep.sum(0), "episode_counts": ep, "starts": np.array([t[0, 0] for t in idx]),
             "lengths": np.array([len(t) for t in idx]), "reward_sum": reward_sum, "reward_n": reward_n,
-            "n_states": S, "n_actions": A}
+            "n_states": S, "n_actions": A,
+            "reached": np.isin(np.arange(S), np.concatenate([allidx[:, 0], allidx[:, 2]]))}
 
 
 def estimate_kernel(counts, unvisited: str = "uniform") -> tuple[np.ndarray, np.ndarray]:
@@ -142,44 +168,55 @@ def estimate_behaviour(counts) -> np.ndarray:
 
 # the vectorised simulator ---------------------------------------------------------------------
 
-def _alias_tables(probs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Walker's alias tables (Vose's construction) for each row of ``probs`` ``(rows, k)``.
-
-    Sampling row ``r``: ``j = ⌊k u⌋``; keep ``j`` if ``frac(k u) < accept[r, j]`` else take ``alias[r, j]``.
-    """
-    rows, k = probs.shape
-    accept = np.ones((rows, k))
-    alias = np.tile(np.arange(k), (rows, 1))
-    scaled = probs / probs.sum(-1, keepdims=True) * k
-    for r in range(rows):
-        q = scaled[r].copy()
-        small = [j for j in range(k) if q[j] < 1.0]
-        large = [j for j in range(k) if q[j] >= 1.0]
-        while small and large:
-            j, g = small.pop(), large.pop()
-            accept[r, j], alias[r, j] = q[j], g
-            q[g] -= 1.0 - q[j]
-            (small if q[g] < 1.0 else large).append(g)
+def _vose(q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Vose's alias construction for one row of masses ``q`` scaled to mean 1 (``len(q)`` columns)."""
+    k = q.size
+    accept, alias = np.ones(k), np.arange(k)
+    q = q.astype(float).copy()
+    small = [j for j in range(k) if q[j] < 1.0]
+    large = [j for j in range(k) if q[j] >= 1.0]
+    while small and large:
+        j, g = small.pop(), large.pop()
+        accept[j], alias[j] = q[j], g
+        q[g] -= 1.0 - q[j]
+        (small if q[g] < 1.0 else large).append(g)
     return accept, alias
 
 
-def _joint_tables(P: np.ndarray, pi: np.ndarray):
-    """Per (data set, state): alias tables of the joint law ``π(a|s)P(s'|s,a)`` over its support.
+def _alias_tables(probs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Alias tables with ``k`` columns for rows whose supports are at most ``k`` wide.
 
-    Returns flat arrays indexed by ``(d·S + s)·k + j``: acceptance, alias (flat), the count code
-    ``(s·A + a)·S + s'`` and the next state, and the support size ``k``.
+    ``probs`` ``(rows, k)`` holds each row's positive probabilities first (support ``m_r``), then
+    zeros. Sampling row ``r``: ``j = ⌊k u⌋``; keep column ``j`` if ``frac(k u) < accept[r, j]`` else
+    take ``alias[r, j]``. The padding costs nothing in the walk and little here: the zero columns are
+    handed out to the support at once (entry ``i`` has room for ``⌊k p_i⌋`` of them, and those add up
+    to at least the ``k − m_r`` zeros), and Vose's loop runs only on the ``m_r`` residual masses of the
+    rows where they are not all 1 (never on a uniform row). Returns ``accept``, ``alias`` (columns)
+    and the support sizes.
     """
-    D, S, A, _ = P.shape
-    J = (pi[..., None] * P).reshape(D * S, A * S)
-    positive = J > 0
-    k = max(int(positive.sum(-1).max()), 1)
-    order = np.argsort(~positive, axis=-1, kind="stable")[..., :k]
-    accept, alias = _alias_tables(np.take_along_axis(J, order, -1))
-    s_of_row = np.tile(np.arange(S), D)[:, None]
-    code = s_of_row * (A * S) + order
-    alias = alias + np.arange(D * S)[:, None] * k
-    # padded entries (beyond a row's support) have zero probability and are never kept
-    return accept.reshape(-1), alias.reshape(-1), code.reshape(-1), (order % S).reshape(-1), k
+    rows, k = probs.shape
+    q = probs / probs.sum(-1, keepdims=True) * k
+    m = (probs > 0).sum(-1)
+    accept = np.ones((rows, k))
+    alias = np.tile(np.arange(k), (rows, 1))
+    # zero columns j >= m_r: accept 0, alias = the support entry whose capacity (cumulated) covers them
+    cap = np.where(probs > 0, np.floor(q + 1e-9), 0.0)
+    n_zero = k - m
+    zr, zc = np.nonzero(np.arange(k)[None, :] >= m[:, None])
+    z_rank = zc - m[zr]                                      # 0.. k - m_r - 1 within the row
+    cum = np.cumsum(cap, -1)
+    owner = (cum[zr] <= z_rank[:, None]).sum(-1)              # first entry whose cumulated capacity > rank
+    accept[zr, zc] = 0.0
+    alias[zr, zc] = owner
+    given = np.zeros((rows, k))
+    np.add.at(given, (zr, owner), 1.0)
+    res = q - given                                          # residual masses of the support, mean 1 over m_r
+    assert np.all(n_zero >= 0)
+    todo = np.flatnonzero(np.any((np.abs(res - 1.0) > 1e-12) & (np.arange(k)[None, :] < m[:, None]), -1))
+    for r in todo:
+        a, al = _vose(res[r, : m[r]])
+        accept[r, : m[r]], alias[r, : m[r]] = a, al
+    return accept, alias, m
 
 
 def _walk(tables, D, S, starts, lengths, n_boot, rng, resample_starts):
@@ -196,14 +233,14 @@ def _walk(tables, D, S, starts, lengths, n_boot, rng, resample_starts):
         s = starts[d_of, rng.integers(0, K, size=L)]
     else:
         s = np.broadcast_to(starts[:, None, :], (D, n_boot, K)).reshape(-1)
-    row = (d_of * S + s) * k
+    row = ((d_of * S + s) * k).astype(alias.dtype)
     T = int(lengths.max())
     active_k = None if np.all(lengths == T) else lengths
     chunk = max(1, min(T, (1 << 18) // max(L, 1)))      # random numbers drawn in cache-sized blocks
     for t0 in range(0, T, chunk):
         U = rng.random((min(chunk, T - t0), L), dtype=np.float32)
         U *= np.float32(k)
-        J = U.astype(np.int64)           # the alias column of every step, drawn in bulk
+        J = U.astype(alias.dtype)        # the alias column of every step, drawn in bulk
         U -= J                           # and the acceptance uniform
         for i in range(U.shape[0]):
             f = row + J[i]
@@ -213,17 +250,102 @@ def _walk(tables, D, S, starts, lengths, n_boot, rng, resample_starts):
             row = next_base.take(f)
 
 
+def _block_tables(P, pi, h: int):
+    """Alias tables of ``h`` consecutive steps drawn at once (``h = 1``: one step).
+
+    Row ``r = d·S + s`` holds every path ``(a_1, s_1, ..., a_h, s_h)`` of positive probability
+    ``Π_i π(a_i|s_{i-1}) P(s_i|s_{i-1}, a_i)`` (exact: the product of the one-step laws). Returns
+    ``accept``, ``alias`` (flat), ``codes`` ``(h, rows·k)`` (the ``(s, a, s')`` code of each of the
+    ``h`` steps), ``next_base`` (flat offset of the row after the last step) and the width ``k``.
+    """
+    P, pi = np.asarray(P, float), np.asarray(pi, float)
+    D, S, A, _ = P.shape
+    J = (pi[..., None] * P).reshape(D * S, A * S)
+    J = J / J.sum(-1, keepdims=True)
+    rows = D * S
+    base = np.repeat(np.arange(D, dtype=np.int64) * S, S)[:, None]        # d·S of every row
+    s_of_row = np.tile(np.arange(S), D)[:, None]
+    k1 = max(int((J > 0).sum(-1).max()), 1)
+    order = np.argsort(~(J > 0), axis=-1, kind="stable")[:, :k1]
+    p1 = np.take_along_axis(J, order, -1)                                   # (rows, k1)
+    code1 = s_of_row * (A * S) + order
+    next1 = base + order % S                                                # next row of each entry
+    prob, codes, last = p1, [code1], next1
+    for _ in range(h - 1):
+        prob = (prob[..., None] * p1[last]).reshape(rows, -1)
+        codes = [np.repeat(c, k1, axis=-1) for c in codes] + [code1[last].reshape(rows, -1)]
+        last = next1[last].reshape(rows, -1)
+    positive = prob > 0
+    k = max(int(positive.sum(-1).max()), 1)
+    keep = np.argsort(~positive, axis=-1, kind="stable")[:, :k]
+    prob = np.take_along_axis(prob, keep, -1)
+    codes = np.stack([np.take_along_axis(c, keep, -1) for c in codes]).reshape(h, -1)
+    last = np.take_along_axis(last, keep, -1)
+    accept, alias, _ = _alias_tables(prob)
+    idx = np.int32 if rows * k < 2**31 - 1 else np.int64      # half the memory traffic of the gathers
+    alias = (alias + np.arange(rows)[:, None] * k).reshape(-1).astype(idx)
+    # zero-probability (padding) columns always resolve to their alias, so their codes are never counted
+    return accept.reshape(-1).astype(np.float32), alias, codes, (last * k).reshape(-1).astype(idx), k
+
+
+def _steps_per_draw(rows: int, k1: int, n_steps: int) -> int:
+    """The most steps per alias draw (≤ 4) whose path table stays small (``rows · k1^h ≤ 2^17``)."""
+    h = 1
+    while h < 4 and h < n_steps and rows * float(k1) ** (h + 1) <= 2**17:
+        h += 1
+    return h
+
+
 def _tables(P, pi):
     P, pi = np.asarray(P, float), np.asarray(pi, float)
     D, S, A, _ = P.shape
-    accept, alias, code, nxt, k = _joint_tables(P, pi)
-    d_of = np.repeat(np.arange(D, dtype=np.int64), S * k)
-    next_base = (d_of * S + nxt) * k
-    return (accept.astype(np.float32), alias, code, next_base, k), (D, S, A)
+    accept, alias, codes, next_base, k = _block_tables(P, pi, 1)
+    return (accept, alias, codes[0], next_base, k), (D, S, A)
+
+
+def _count_walk(tables, rows0, n_steps, D, n_boot, K, rng, active_k=None):
+    """Walk ``n_steps`` draws of the ``L`` chains from rows ``rows0``; return per-replicate entry
+    counts ``(D·B, width)`` and the final rows. ``active_k``: ``(K,)`` draws each episode takes."""
+    accept, alias, _, next_base, k = tables
+    L = rows0.size
+    DB = L // K
+    width = accept.size // D                          # table entries of one data set
+    rep = np.arange(L, dtype=np.int64) // K
+    col_offset = (rep - rep // n_boot) * width    # replicate rep's bin block, minus its data set's table offset
+    entries = np.zeros(DB * width, dtype=np.int64)
+    flush = max(1, min(n_steps, (1 << 24) // max(L, 1)))
+    buf = np.empty((flush, L), dtype=alias.dtype)
+    group = max(1, (1 << 22) // width)                # replicates per bincount
+    row = (rows0 * k).astype(alias.dtype)
+    chunk = max(1, min(n_steps, (1 << 18) // max(L, 1)))      # random numbers drawn in cache-sized blocks
+    n_buf = 0
+    for t0 in range(0, n_steps, chunk):
+        U = rng.random((min(chunk, n_steps - t0), L), dtype=np.float32)
+        U *= np.float32(k)
+        J = U.astype(alias.dtype)        # the alias column of every draw, in bulk
+        U -= J                           # and the acceptance uniform
+        for i in range(U.shape[0]):
+            f = row + J[i]
+            f = np.where(U[i] < accept.take(f), f, alias.take(f))
+            buf[n_buf] = f if active_k is None else np.where(np.tile(t0 + i < active_k, DB), f, -1)
+            n_buf += 1
+            row = next_base.take(f)
+            if n_buf == flush or t0 + i == n_steps - 1:
+                for r0 in range(0, DB, group):
+                    r1 = min(DB, r0 + group)
+                    block = buf[:n_buf, r0 * K:r1 * K]
+                    keys = block + (col_offset[r0 * K:r1 * K] - r0 * width)
+                    past = None if active_k is None else block < 0
+                    if past is not None:
+                        keys[past] = (r1 - r0) * width            # draws past an episode's end
+                    c = np.bincount(keys.ravel(), minlength=(r1 - r0) * width + 1)
+                    entries[r0 * width:r1 * width] += c[: (r1 - r0) * width]
+                n_buf = 0
+    return entries.reshape(DB, width), row.astype(np.int64) // k
 
 
 def simulate_counts(P, pi, starts, lengths, n_boot: int, rng: np.random.Generator, *,
-                    resample_starts: bool = False) -> np.ndarray:
+                    resample_starts: bool = False, steps_per_draw: int | None = None) -> np.ndarray:
     """Bootstrap counts ``(D, B, S, A, S)`` of ``n_boot`` data sets regenerated from each ``(P[d], pi[d])``.
 
     Args:
@@ -232,35 +354,146 @@ def simulate_counts(P, pi, starts, lengths, n_boot: int, rng: np.random.Generato
         lengths: ``(K,)`` lengths of the chains/episodes (the same for every data set).
         resample_starts: draw each replicate episode's start from the observed starts (episodic)
             instead of reusing chain ``k``'s own start (chain regime).
+        steps_per_draw: ``h`` steps drawn at once from the exact ``h``-step path law (alias tables
+            of every path of ``h`` steps); default: the most (≤ 4) whose tables stay small, when all
+            lengths are equal (then ``⌊T/h⌋`` draws of ``h`` steps and ``T mod h`` single steps).
 
+    All ``D·B·K`` chains advance together, one NumPy step per draw. Counting: the draws' table
+    entries are buffered (``2^24`` at most) and bincounted per replicate once per buffer; entries
+    become ``(s, a, s')`` codes once, at the end. The cost is that of the draws plus the size of the
+    output, whatever the padding of the alias tables.
     Uniforms are float32 (the alias acceptance test resolves probabilities to about 1e-7).
     """
-    tables, (D, S, A) = _tables(P, pi)
-    k = tables[4]
+    P, pi = np.asarray(P, float), np.asarray(pi, float)
+    D, S, A, _ = P.shape
     starts, lengths = np.asarray(starts, np.int64), np.asarray(lengths, np.int64)
     K, T = starts.shape[1], int(lengths.max())
-    width = S * k                                     # table entries of one data set
-    DB = D * n_boot
-    rep = np.repeat(np.arange(DB, dtype=np.int64), K)
-    offset = rep * width - (rep // n_boot) * width    # key = offset + f  ∈ [0, DB·width)
-    total = np.zeros(DB * width + 1, dtype=np.int64)
-    flush = max(1, min(T, (1 << 18) // max(rep.size, 1)))
-    buf = np.empty((flush, rep.size), dtype=np.int64)
-    n_buf = 0
-    for t, f, active in _walk(tables, D, S, starts, lengths, n_boot, rng, resample_starts):
-        buf[n_buf] = f if active is None else np.where(active, f, -1)
-        n_buf += 1
-        if n_buf == flush or t == T - 1:
-            keys = buf[:n_buf] + offset
-            keys[buf[:n_buf] < 0] = DB * width          # steps past an episode's end
-            total += np.bincount(keys.ravel(), minlength=DB * width + 1)
-            n_buf = 0
-    # table entries -> (s, a, s') codes
-    per_entry = total[:-1].reshape(D, n_boot, width)
-    codes = tables[2].reshape(D, 1, width)
-    keys = (np.arange(DB).reshape(D, n_boot, 1) * (S * A * S) + codes).ravel()
-    out = np.bincount(keys, weights=per_entry.ravel(), minlength=DB * S * A * S)
-    return np.rint(out).astype(np.int32).reshape(D, n_boot, S, A, S)
+    L = D * n_boot * K
+    d_of = np.repeat(np.arange(D, dtype=np.int64), n_boot * K)
+    if resample_starts:
+        s0 = starts[d_of, rng.integers(0, K, size=L)]
+    else:
+        s0 = np.broadcast_to(starts[:, None, :], (D, n_boot, K)).reshape(-1)
+    rows = d_of * S + s0
+    equal = bool(np.all(lengths == T))
+    k1 = max(int(((pi[..., None] * P).reshape(D * S, -1) > 0).sum(-1).max()), 1)
+    h = (_steps_per_draw(D * S, k1, T) if equal else 1) if steps_per_draw is None else int(steps_per_draw)
+    if h < 1 or (h > 1 and not equal):
+        raise ValueError(f"steps_per_draw must be >= 1 (and 1 when lengths differ), got {steps_per_draw!r}")
+    SAS = S * A * S
+    out = np.zeros(D * n_boot * SAS, dtype=np.int64)
+    phases = [(h, T // h), (1, T % h)] if h > 1 else [(1, T)]
+    for steps, draws in phases:
+        if draws == 0:
+            continue
+        tables = _block_tables(P, pi, steps)
+        entries, rows = _count_walk(tables, rows, draws, D, n_boot, K, rng, None if equal else lengths)
+        width = entries.shape[1]
+        rep = np.arange(D * n_boot, dtype=np.int64)[:, None]
+        for codes in tables[2]:          # table entries -> (s, a, s') codes of each of the h steps
+            local = codes.reshape(D, 1, width)
+            keys = (rep.reshape(D, n_boot, 1) * SAS + local).ravel()
+            out += np.bincount(keys, weights=entries.ravel(), minlength=D * n_boot * SAS).astype(np.int64)
+    return out.astype(np.int32).reshape(D, n_boot, S, A, S)
+
+
+# the states a replicate can reach ---------------------------------------------------------------
+
+def reachable_states(P, pi, starts) -> np.ndarray:
+    """``(S,)`` mask of the states a chain of ``(P, π)`` can reach from ``starts`` (those included).
+
+    The replicate walk of the model-based bootstrap never leaves this set, so it runs on the
+    sub-model restricted to it; every other state keeps, in every replicate, the unvisited
+    convention's rows.
+    """
+    P, pi = np.asarray(P, float), np.asarray(pi, float)
+    step = np.einsum("sa,sat->st", pi, P) > 0
+    seen = np.zeros(P.shape[0], dtype=bool)
+    seen[np.asarray(starts, np.int64).ravel()] = True
+    frontier = seen.copy()
+    while frontier.any():
+        new = step[frontier].any(0) & ~seen
+        seen |= new
+        frontier = new
+    return seen
+
+
+def reduced_bootstrap_counts(P, pi, starts, lengths, n_boot: int, rng: np.random.Generator, *,
+                             resample_starts: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Bootstrap counts of one data set on the states its replicates can reach.
+
+    Returns ``(counts, support)``: ``counts`` ``(B, C, A, C)`` over the ``C`` reachable states
+    ``support`` (indices into ``0..S-1``, increasing). Same law as :func:`simulate_counts`; the cost
+    of counting and of the Bellman solves then grows with ``C``, not with ``S``.
+    """
+    P, pi = np.asarray(P, float), np.asarray(pi, float)
+    reach = reachable_states(P, pi, starts)
+    support = np.flatnonzero(reach)
+    index = np.cumsum(reach) - 1
+    Pc = P[support][:, :, support]
+    c = simulate_counts(Pc[None], pi[support][None], index[np.asarray(starts, np.int64)][None],
+                        lengths, n_boot, rng, resample_starts=resample_starts)[0]
+    return c, support
+
+
+def embed_counts(counts, support, n_states: int) -> np.ndarray:
+    """``(..., C, A, C)`` counts on ``support`` as ``(..., S, A, S)`` (zeros elsewhere)."""
+    counts = np.asarray(counts)
+    out = np.zeros(counts.shape[:-3] + (n_states, counts.shape[-2], n_states), dtype=counts.dtype)
+    rows = np.zeros(counts.shape[:-1] + (n_states,), dtype=counts.dtype)
+    rows[..., support] = counts
+    out[..., support, :, :] = rows
+    return out
+
+
+def reduced_policy_values(counts, support, R, pi, gamma: float, unvisited: str = "uniform"
+                          ) -> tuple[np.ndarray, np.ndarray]:
+    """``V^π`` ``(B, S)`` and ``Q^π`` ``(B, S, A)`` of the kernels ``P̂*`` of reduced counts, exactly.
+
+    ``counts`` ``(B, C, A, C)`` live on ``support``; every pair without counts (all pairs outside
+    the support among them) has the unvisited convention's row: uniform over the ``S`` states, or a
+    self-loop. Outside the support ``V(u) = r_π(u) + γ m`` with ``m`` the mean of ``V`` over all
+    states (uniform) or ``V(u) = r_π(u)/(1 − γ)`` (self), so a ``C × C`` system per replicate
+    gives the same values as the ``S × S`` solve of :func:`cmcboot.policy_evaluation`:
+
+    ``(I − γ M − γ w 1ᵀ/(S − γ|U|)) V_C = r_C + γ w ρ/(S − γ|U|)`` (uniform), with
+    ``M[s, s'] = Σ_a π(a|s) 1[N*(s,a)>0] P̂*(s'|s,a)``, ``w(s) = Σ_a π(a|s) 1[N*(s,a)=0]``,
+    ``U`` the states outside the support and ``ρ = Σ_{u∈U} r_π(u)``.
+    """
+    counts = np.asarray(counts, float)
+    R, pi = np.asarray(R, float), np.asarray(pi, float)
+    S, A = R.shape
+    C = support.size
+    n_sa = counts.sum(-1)
+    seen = n_sa > 0
+    Pc = counts / np.maximum(n_sa, 1)[..., None]
+    r = (pi * R).sum(-1)
+    pc = pi[support]
+    M = np.einsum("sa,bsat->bst", pc, Pc)
+    w = np.einsum("sa,bsa->bs", pc, ~seen)
+    eye = np.eye(C)
+    outside = np.ones(S, dtype=bool)
+    outside[support] = False
+    if unvisited == "self":
+        V_C = np.linalg.solve(eye - gamma * (M + w[:, :, None] * eye), np.broadcast_to(r[support], w.shape)[..., None])[..., 0]
+        V = np.empty((counts.shape[0], S))
+        V[:, support] = V_C
+        V[:, outside] = r[outside] / (1.0 - gamma)
+        conv = V
+    else:
+        denom = S - gamma * outside.sum()
+        rho = r[outside].sum()
+        lhs = eye - gamma * M - gamma * w[:, :, None] / denom
+        V_C = np.linalg.solve(lhs, (r[support] + gamma * w * rho / denom)[..., None])[..., 0]
+        m = (V_C.sum(-1) + rho) / denom
+        V = np.empty((counts.shape[0], S))
+        V[:, support] = V_C
+        V[:, outside] = r[outside] + gamma * m[:, None]
+        conv = np.broadcast_to(m[:, None], V.shape)
+    Q = R + gamma * conv[..., None]
+    inner = R[support] + gamma * np.einsum("bsat,bt->bsa", Pc, V_C)
+    Q[:, support] = np.where(seen, inner, Q[:, support])
+    return V, Q
 
 
 def simulate_paths(P, pi, starts, lengths, n_boot: int, rng: np.random.Generator, *,
@@ -339,33 +572,62 @@ def confidence_intervals(point, replicates, levels, methods=CI_METHODS, axis: in
 # the estimators --------------------------------------------------------------------------------
 
 class _KernelBootstrap(BaseEstimator):
-    """Shared ``fit``/``interval`` logic: subclasses produce ``kernels_`` (B replicates of ``P̂``)."""
+    """Shared ``fit``/``interval`` logic: subclasses produce the B replicates of ``P̂``."""
 
-    def _fit_data(self, trajectories):
+    def _check_params(self) -> None:
         if self.unvisited not in UNVISITED:
             raise ValueError(f"unvisited must be one of {UNVISITED}, got {self.unvisited!r}")
         if isinstance(self.n_boot, bool) or not isinstance(self.n_boot, numbers.Integral) or self.n_boot < 2:
             raise ValueError(f"n_boot must be an integer >= 2, got {self.n_boot!r}")
+        check_seed(self.seed)
+        check_size(self.n_states, "n_states")
+        check_size(self.n_actions, "n_actions")
+
+    def _fit_data(self, trajectories):
+        self._check_params()
         data = count_transitions(trajectories, self.n_states, self.n_actions)
+        for name, value in (("n_states", self.n_states), ("n_actions", self.n_actions)):
+            if value is None:
+                warnings.warn(f"{name} inferred from the data as {data[name]} (the largest one seen + 1): "
+                              f"{'states' if name == 'n_states' else 'actions'} above it are not in the model "
+                              f"and cannot be counted as unvisited; pass {name}= to fix it", stacklevel=3)
         self.n_states_, self.n_actions_ = data["n_states"], data["n_actions"]
         self.counts_ = data["counts"]
         self.P_hat_, self.unvisited_ = estimate_kernel(self.counts_, self.unvisited)
         self.n_unvisited_ = int(self.unvisited_.sum())
+        self.visits_ = self.counts_.sum(-1)
+        self.unreached_states_ = np.flatnonzero(~data["reached"])
+        self.n_unreached_ = int(self.unreached_states_.size)
+        if self.n_unreached_:
+            warnings.warn(f"{self.n_unreached_} of the {self.n_states_} states never appear in the data "
+                          f"(states {self.unreached_states_[:10].tolist()}{' ...' if self.n_unreached_ > 10 else ''}):"
+                          f" their P̂ follows the {self.unvisited!r} convention", stacklevel=3)
         self.behaviour_ = estimate_behaviour(self.counts_)
         self.rewards_ = None
         if data["reward_sum"] is not None:
             self.rewards_ = data["reward_sum"] / np.maximum(data["reward_n"], 1)
+        self._cache = {}
         return data
 
     def _set_replicates(self, boot_counts: np.ndarray) -> None:
-        self.kernels_, boot_empty = estimate_kernel(boot_counts, self.unvisited)
+        self._kernels, boot_empty = estimate_kernel(boot_counts, self.unvisited)
         # pairs seen in the data but not in a replicate get the unvisited convention there
         self.boot_unvisited_rate_ = (boot_empty & ~self.unvisited_).mean(0)
         self._cache = {}
 
+    @property
+    def kernels_(self) -> np.ndarray:
+        """The ``B`` replicate kernels ``P̂*`` ``(B, S, A, S)``."""
+        if "_kernels" not in self.__dict__:
+            raise AttributeError(f"{type(self).__name__} is not fitted: call fit(trajectories) first")
+        return self._kernels
+
+    def _replicate_targets(self, target, R, gamma, pi, point):
+        return targets(self.kernels_, R, gamma, target, pi, q0=point if target == "Qstar" else None)
+
     def replicates(self, target: str = "V", policy=None, rewards=None, gamma: float = 0.9):
         """``(estimate, replicates)`` of ``target``: shapes ``(S,)``/``(S, A)`` and ``(B, ...)``."""
-        if not hasattr(self, "kernels_"):
+        if not hasattr(self, "counts_") or not hasattr(self, "boot_unvisited_rate_"):
             raise RuntimeError(f"{type(self).__name__} is not fitted: call fit(trajectories) first")
         if target not in ("V", "Q", "Qstar"):
             raise ValueError(f"target must be 'V', 'Q' or 'Qstar', got {target!r}")
@@ -380,8 +642,7 @@ class _KernelBootstrap(BaseEstimator):
         key = (target, gamma, R.tobytes(), None if pi is None else pi.tobytes())
         if key not in self._cache:
             point = targets(self.P_hat_, R, gamma, target, pi)
-            reps = targets(self.kernels_, R, gamma, target, pi, q0=point if target == "Qstar" else None)
-            self._cache = {key: (point, reps)}
+            self._cache = {key: (point, self._replicate_targets(target, R, gamma, pi, point))}
         return self._cache[key]
 
     def interval(self, target: str = "V", policy=None, rewards=None, gamma: float = 0.9, level: float = 0.95,
@@ -393,7 +654,8 @@ class _KernelBootstrap(BaseEstimator):
             rewards: ``(S, A)`` expected rewards; default: the mean observed reward of each pair.
             gamma: discount in ``[0, 1)``. level: coverage in ``(0, 1)``.
             method: ``"percentile"``, ``"basic"`` or ``"normal"``.
-            log: also return a dict of diagnostics (estimate, replicates, unvisited pairs, ties).
+            log: also return a dict of diagnostics (estimate, replicates, visit counts, unvisited
+                pairs, states never reached, ties).
 
         Returns:
             ``(lower, upper)`` arrays of shape ``(S,)`` or ``(S, A)`` (plus the log).
@@ -410,7 +672,8 @@ class _KernelBootstrap(BaseEstimator):
         if not log:
             return lo, hi
         info = {"estimate": point, "replicates": reps, "unvisited": self.unvisited_.copy(),
-                "n_unvisited": self.n_unvisited_, "boot_unvisited_rate": self.boot_unvisited_rate_}
+                "n_unvisited": self.n_unvisited_, "boot_unvisited_rate": self.boot_unvisited_rate_,
+                "visits": self.visits_.copy(), "unreached_states": self.unreached_states_.copy()}
         if target == "Qstar":
             info["ties"] = tie_mask(point)
             info["argmax_flip_rate"] = (reps.argmax(-1) != point.argmax(-1)).mean(0)
@@ -423,14 +686,22 @@ class ModelBootstrap(_KernelBootstrap):
 
     Regenerates ``n_boot`` data sets from ``(P̂, π̂_b)`` with the structure of the data (see the
     module docstring), re-estimates ``P̂*`` on each and propagates it through the Bellman operators.
+    The replicates run on the states they can reach (:func:`reduced_bootstrap_counts`); ``V^π`` and
+    ``Q^π`` are solved there exactly (:func:`reduced_policy_values`), ``Q*`` on the full kernels.
 
     Args:
         regime: ``"chain"`` (each trajectory a chain, replayed from its own start with its own length)
-            or ``"episodic"`` (``K`` episodes, starts drawn from the observed initial states).
+            or ``"episodic"`` (``K ≥ 2`` episodes, starts drawn from the observed initial states).
         n_boot: number of replicates ``B``.
-        seed: seed of the replicates (an int, ``None`` for fresh entropy).
+        seed: seed of the replicates (a non-negative int, a numpy ``Generator``, ``None`` for fresh entropy).
         unvisited: ``"uniform"`` or ``"self"``: ``P̂(·|s, a)`` of a pair never visited.
-        n_states, n_actions: sizes of the spaces (default: inferred from the data).
+        n_states, n_actions: sizes of the spaces. Pass them: inferred (with a warning) from the
+            largest state/action seen, states above it silently vanish from the model.
+
+    Attributes (after ``fit``): ``P_hat_``, ``behaviour_``, ``counts_`` ``(S, A, S)``, ``visits_``
+    ``N(s, a)``, ``unvisited_`` / ``n_unvisited_`` (pairs with ``N(s, a) = 0``), ``unreached_states_``
+    / ``n_unreached_`` (states that never appear in the data), ``boot_counts_`` ``(B, C, A, C)`` on
+    ``support_`` (the ``C`` states the replicates can reach), ``kernels_`` ``(B, S, A, S)``.
 
     Example:
         >>> from cmcboot import ModelBootstrap, riverswim
@@ -450,14 +721,44 @@ class ModelBootstrap(_KernelBootstrap):
         self.unvisited = unvisited
         self.n_states = n_states
         self.n_actions = n_actions
+        self._check_params()
 
-    def fit(self, trajectories):
-        """Estimate ``P̂``, ``π̂_b`` and simulate the ``n_boot`` replicate kernels ``kernels_`` ``(B, S, A, S)``."""
+    def _check_params(self) -> None:
         if self.regime not in REGIMES:
             raise ValueError(f"regime must be one of {REGIMES}, got {self.regime!r}")
+        super()._check_params()
+
+    def fit(self, trajectories):
+        """Estimate ``P̂``, ``π̂_b`` and simulate the ``n_boot`` replicates (``boot_counts_`` on ``support_``)."""
+        self._check_params()
+        n_traj = len(_as_trajectories(trajectories))
+        if self.regime == "episodic" and n_traj < 2:
+            raise ValueError(f"regime='episodic' needs at least 2 episodes (trajectories), got {n_traj}: "
+                             "with one trajectory use regime='chain'")
         data = self._fit_data(trajectories)
         rng = np.random.default_rng(self.seed)
-        boot = simulate_counts(self.P_hat_[None], self.behaviour_[None], data["starts"][None], data["lengths"],
-                               int(self.n_boot), rng, resample_starts=self.regime == "episodic")
-        self._set_replicates(boot[0])
+        self.boot_counts_, self.support_ = reduced_bootstrap_counts(
+            self.P_hat_, self.behaviour_, data["starts"], data["lengths"], int(self.n_boot), rng,
+            resample_starts=self.regime == "episodic")
+        empty = np.ones((int(self.n_boot), self.n_states_, self.n_actions_), dtype=bool)
+        empty[:, self.support_] = self.boot_counts_.sum(-1) == 0
+        self.boot_unvisited_rate_ = (empty & ~self.unvisited_).mean(0)
+        self.__dict__.pop("_kernels", None)
+        self._cache = {}
         return self
+
+    @property
+    def kernels_(self) -> np.ndarray:
+        """The ``B`` replicate kernels ``P̂*`` ``(B, S, A, S)`` (built on first use from ``boot_counts_``)."""
+        if "boot_counts_" not in self.__dict__:
+            raise AttributeError("ModelBootstrap is not fitted: call fit(trajectories) first")
+        if "_kernels" not in self.__dict__:
+            self._kernels = estimate_kernel(embed_counts(self.boot_counts_, self.support_, self.n_states_),
+                                            self.unvisited)[0]
+        return self._kernels
+
+    def _replicate_targets(self, target, R, gamma, pi, point):
+        if target == "Qstar":
+            return super()._replicate_targets(target, R, gamma, pi, point)
+        V, Q = reduced_policy_values(self.boot_counts_, self.support_, R, pi, gamma, self.unvisited)
+        return V if target == "V" else Q

@@ -14,20 +14,18 @@ from __future__ import annotations
 import itertools
 import logging
 import time
-from functools import partial
 from pathlib import Path
 
 import numpy as np
 from scipy import stats
 from tqdm import tqdm
 
-from cmcboot.baselines import delta_method, episodic_bootstrap_counts, loop_bootstrap_counts
+from cmcboot.baselines import delta_method, episodic_bootstrap_counts
 from cmcboot.bootstrap import confidence_intervals, estimate_behaviour, estimate_kernel, simulate_counts
 from cmcboot.data import riverswim_behaviours, simulate_datasets
 from cmcboot.envs import riverswim
 from cmcboot.mdp import policy_evaluation, targets, tie_mask, value_iteration
 from paperworks import Claim, Estimate, seeds_of
-from paperworks.bench import compare
 
 log = logging.getLogger(__name__)
 TARGETS = ("V", "Q", "Qstar")
@@ -38,6 +36,8 @@ def run(cfg, out_dir: Path | None = None) -> dict:
     # BLAS threads: the common ``threads`` key (1: many tiny matrix products, more threads only fight
     # over the cores), pinned once by paperworks before the run
     if str(cfg.get("mode", "coverage")) == "bench":
+        from cmcboot.bench import run_bench
+
         return run_bench(cfg, out_dir)
     return run_coverage(cfg, out_dir)
 
@@ -84,7 +84,7 @@ def _chunk_cell(cell, P, R, gamma, pi, truth, behaviour, initial, n_datasets, n_
                                         resample_starts=cell["regime"] == "episodic")}
     if K >= 2:
         kernels["episodic"] = episodic_bootstrap_counts(ep, n_boot, rng)
-    extra = {"unvisited_rate": float(empty.mean()), "argmax_flip": None}
+    extra = {"unvisited_rate": float(empty.mean()), "argmax_flip": None, "visits": counts.sum(-1)}
     for name, boot_counts in kernels.items():
         Pb, _ = estimate_kernel(boot_counts)
         for tg in TARGETS:
@@ -116,30 +116,41 @@ def run_coverage(cfg, out_dir: Path | None = None) -> dict:
     per_seed = int(cfg.datasets_per_seed)
     chain_init = np.eye(S)[int(cfg.chain_start)]
     epi_init = np.full(S, 1.0 / S)
-    cells = _cells(cfg)
-    results, t_cells = [], {}
-    t0 = time.perf_counter()
-    for cell in tqdm(cells, desc="cells", disable=None):
+    def one_cell(cell, behaviour, index):
         tc = time.perf_counter()
-        ind, wid, flips, unvis = {}, {}, [], []
+        ind, wid, flips, unvis, visits = {}, {}, [], [], []
         chunk = max(1, int(cfg.max_width) // (n_boot * cell["K"]))
         for seed in seeds:
-            rng = np.random.default_rng([seed, cells.index(cell)])
+            rng = np.random.default_rng([seed, index])
             for start in range(0, per_seed, chunk):
                 n_d = min(chunk, per_seed - start)
-                o, w, ex = _chunk_cell(cell, P, R, gamma, pi, truth, behaviours[cell["behaviour"]],
+                o, w, ex = _chunk_cell(cell, P, R, gamma, pi, truth, behaviour,
                                        chain_init if cell["regime"] == "chain" else epi_init, n_d, n_boot, levels, rng)
                 for k in o:
                     ind.setdefault(k, []).append(o[k])
                     wid.setdefault(k, []).append(w[k])
                 flips.append(ex["argmax_flip"] * n_d)
                 unvis.append(ex["unvisited_rate"] * n_d)
+                visits.append(ex["visits"])
         M = per_seed * len(seeds)
-        results.append({**cell, "M": M, "ind": {k: np.concatenate(v) for k, v in ind.items()},
-                        "width": {k: np.concatenate(v).mean(0) for k, v in wid.items()},
-                        "argmax_flip": np.sum(flips, 0) / M, "unvisited_rate": float(np.sum(unvis) / M)})
-        t_cells[f"{cell['behaviour']}_{cell['size']}_s"] = time.perf_counter() - tc
-        log.info("cell %s %s done in %.1f s", cell["behaviour"], cell["size"], t_cells[f"{cell['behaviour']}_{cell['size']}_s"])
+        name = f"{cell['behaviour']}_{cell['size']}" + (f"_bias{cell['bias']:g}" if "bias" in cell else "")
+        t_cells[f"{name}_s"] = time.perf_counter() - tc
+        log.info("cell %s done in %.1f s", name, t_cells[f"{name}_s"])
+        return {**cell, "M": M, "ind": {k: np.concatenate(v) for k, v in ind.items()},
+                "width": {k: np.concatenate(v).mean(0) for k, v in wid.items()}, "visits": np.concatenate(visits),
+                "argmax_flip": np.sum(flips, 0) / M, "unvisited_rate": float(np.sum(unvis) / M)}
+
+    cells = _cells(cfg)
+    t_cells = {}
+    t0 = time.perf_counter()
+    results = [one_cell(c, behaviours[c["behaviour"]], i) for i, c in enumerate(tqdm(cells, desc="cells", disable=None))]
+    # the behaviour-bias sweep: mostly-left/right chains of the largest length at every bias
+    sweep = []
+    n_sweep = int(max(cfg.chain_lengths))
+    for j, (beh, bias) in enumerate(itertools.product(cfg.get("sweep_behaviours", []), cfg.get("bias_sweep", []))):
+        cell = {"behaviour": str(beh), "regime": "chain", "K": 1, "T": n_sweep, "size": f"n={n_sweep}",
+                "bias": float(bias)}
+        sweep.append(one_cell(cell, riverswim_behaviours(S, float(bias))[str(beh)], 1000 + j))
     t_sim = time.perf_counter() - t0
 
     # paired resampling of the data sets of each cell, for the claims' intervals
@@ -151,6 +162,7 @@ def run_coverage(cfg, out_dir: Path | None = None) -> dict:
         res["cov"] = {k: W @ v.astype(float) for k, v in res["ind"].items()}
 
     metrics = _metrics_rows(results, truth, levels)
+    diagnosis = _diagnosis(results, sweep, truth, S, A)
     claims = _claims(cfg, results, levels)
     ties = tie_mask(truth["Qstar"])
     extra = {
@@ -159,17 +171,20 @@ def run_coverage(cfg, out_dir: Path | None = None) -> dict:
         "argmax_flip_rate": {f"{r['behaviour']}_{r['size']}": r["argmax_flip"].tolist() for r in results},
         "unvisited_rate": {f"{r['behaviour']}_{r['size']}": r["unvisited_rate"] for r in results},
         "datasets_per_cell": per_seed * len(seeds), "n_boot": n_boot,
+        "coverage_by_reward_visits": [r for r in diagnosis if r["part"] == "by_reward_visits"],
+        "bias_sweep": [r for r in diagnosis if r["part"] == "bias_sweep"],
         "conventions": {"unvisited": "uniform P̂(·|s,a)", "evaluated_policy": "uniform random",
                         "rewards": "known (true R)", "chain_start": int(cfg.chain_start),
                         "episode_start": "uniform over states"},
     }
 
     def plots(out_dir: Path) -> None:
-        from cmcboot.plot import plot_coverage
+        from cmcboot.plot import plot_coverage, plot_diagnosis
 
         plot_coverage(metrics, Path(out_dir) / "coverage.png", level=max(levels))
+        plot_diagnosis(diagnosis, Path(out_dir) / "coverage_vs_visits.png")
 
-    return {"claims": claims, "metrics": metrics, "seeds": seeds,
+    return {"claims": claims, "metrics": metrics + diagnosis, "seeds": seeds,
             "timings": {"simulation_s": t_sim, **t_cells}, "extra": extra, "plots": plots}
 
 
@@ -179,7 +194,7 @@ def _metrics_rows(results, truth, levels) -> list[dict]:
         for (method, tg, lev), cov in res["cov"].items():
             c = cov[0]
             t = np.abs(truth[tg]).reshape(-1)
-            row = {"behaviour": res["behaviour"], "regime": res["regime"], "size": res["size"], "K": res["K"],
+            row = {"part": "coverage", "behaviour": res["behaviour"], "regime": res["regime"], "size": res["size"], "K": res["K"],
                    "T": res["T"], "method": method, "target": tg, "level": lev, "M": res["M"],
                    "coverage_mean": float(c.mean()), "coverage_min": float(c.min()),
                    "abs_calibration_error": float(np.abs(c - lev).mean()),
@@ -187,6 +202,57 @@ def _metrics_rows(results, truth, levels) -> list[dict]:
                    "rel_width": float(np.mean(res["width"][(method, tg, lev)] / np.maximum(t, 1e-12))),
                    "unvisited_rate": res["unvisited_rate"]}
             rows.append(row)
+    return rows
+
+
+DIAG_METHODS = ("model_percentile", "clt")
+VISIT_BINS = (0, 1, 10, 100, 1000)
+
+
+def _diagnosis(results, sweep, truth, S, A, level=0.95) -> list[dict]:
+    """Coverage explained: per behaviour and state with visit counts, against the visits of the
+    rewarding pair, and along the behaviour-bias sweep (at ``level``, methods :data:`DIAG_METHODS`)."""
+    from cmcboot.envs import RIGHT
+
+    rows = []
+    hot = (S - 1) * A + RIGHT                      # the large reward: right in the last cell
+    for res in results:
+        vis_s = res["visits"].sum(-1)              # (M, S)
+        for s in range(S):
+            row = {"part": "per_state", "behaviour": res["behaviour"], "regime": res["regime"], "size": res["size"],
+                   "state": s, "M": res["M"], "visits_mean": float(vis_s[:, s].mean()),
+                   "visits_median": float(np.median(vis_s[:, s])),
+                   "unvisited_share": float((vis_s[:, s] == 0).mean())}
+            for m in DIAG_METHODS:
+                row[f"{m}_V"] = float(res["ind"][(m, "V", level)][:, s].mean())
+                row[f"{m}_Q"] = float(res["ind"][(m, "Q", level)][:, s * A:(s + 1) * A].mean())
+            rows.append(row)
+    for beh in dict.fromkeys(r["behaviour"] for r in results):
+        cells = [r for r in results if r["behaviour"] == beh]
+        n_hot = np.concatenate([r["visits"].reshape(r["M"], -1)[:, hot] for r in cells])
+        cov = {m: np.concatenate([np.concatenate([r["ind"][(m, tg, level)] for tg in ("V", "Q")], 1) for r in cells])
+               for m in DIAG_METHODS}
+        edges = list(VISIT_BINS) + [np.inf]
+        for lo, hi in zip(edges[:-1], edges[1:]):
+            sel = (n_hot >= lo) & (n_hot < hi) if lo > 0 else n_hot == 0
+            if lo == 0:
+                label = "0"
+            else:
+                label = f"{lo}+" if hi == np.inf else f"{lo}-{int(hi) - 1}"
+            row = {"part": "by_reward_visits", "behaviour": beh, "reward_pair_visits": label,
+                   "n_datasets": int(sel.sum())}
+            for m in DIAG_METHODS:
+                row[m] = float(cov[m][sel].mean()) if sel.any() else float("nan")
+            rows.append(row)
+    for res in sweep:
+        vis = res["visits"].reshape(res["M"], -1)
+        row = {"part": "bias_sweep", "behaviour": res["behaviour"], "bias": res["bias"], "size": res["size"],
+               "M": res["M"], "unvisited_rate": res["unvisited_rate"], "reward_pair_visits_mean": float(vis[:, hot].mean()),
+               "reward_pair_unvisited_share": float((vis[:, hot] == 0).mean())}
+        for m in DIAG_METHODS:
+            for tg in TARGETS:
+                row[f"{m}_{tg}"] = float(res["ind"][(m, tg, level)].mean())
+        rows.append(row)
     return rows
 
 
@@ -256,18 +322,25 @@ def _claims(cfg, results, levels) -> list[Claim]:
         x = _calibration(results, method, sel, tg)
         return None if x is None else _est_bias_corrected(x)
 
+    M = min(r["M"] for r in results)
+    min_m = int(cfg.get("min_datasets", 100))
+    req = {f"at least {min_m} data sets per cell (M={M}): fewer leave coverage within ±0.05 unresolved": M >= min_m}
+
+    def _claim(kind, *args, **kwargs):
+        return kind(*args, requires=req, **kwargs)
+
     claims = []
     for regime, size in (("chain", n_max), ("episodic", T_max)):
         sel = lambda r, regime=regime, size=size: r["regime"] == regime and r["T"] == size and r["behaviour"] == hist  # noqa: E731
         label = f"n={size}" if regime == "chain" else f"T={size}"
-        claims.append(Claim.threshold(
+        claims.append(_claim(Claim.threshold,
             f"consistency_{regime}",
             f"Bootstrap consistency, {regime} regime, history-dependent behaviour: at the largest data size ({label}) "
             f"the model-based percentile CIs are within {tol:.2f} of nominal coverage.",
             ce, cal("model_percentile", sel), threshold=tol, better="lower",
             baselines={"clt": cal("clt", sel)}))
     for tg, name in (("V", "V^π"), ("Q", "Q^π"), ("Qstar", "Q*")):
-        claims.append(Claim.threshold(
+        claims.append(_claim(Claim.threshold,
             f"valid_ci_{tg}",
             f"Asymptotically valid CIs for {name}: at the largest data sizes (n={n_max}, T={T_max}; all behaviours) "
             f"the model-based percentile CIs are within {tol:.2f} of nominal coverage.",
@@ -282,23 +355,23 @@ def _claims(cfg, results, levels) -> list[Claim]:
              "In the episodic regime the model-based percentile CIs are better calibrated than the episodic bootstrap.",
              episodic, "episodic_percentile", ("episodic_percentile", "episodic_basic", "episodic_normal", "clt"))):
         xm, xb = _calibration(results, "model_percentile", sel), _calibration(results, base, sel)
-        claims.append(Claim.threshold(
+        claims.append(_claim(Claim.threshold,
             cid, statement,
             f"paired difference model_percentile − {base} of the {ce} over the shared data-set resamples "
             "(basic interval); below 0 = better calibrated",
             _est_paired_difference(xm, xb), threshold=0.0, better="lower",
             baselines={"model_percentile": cal("model_percentile", sel), **{m: cal(m, sel) for m in others}},
             notes=f"method = the difference; baselines = each method's own {ce.split(' (')[0]}"))
-    claims.append(Claim.threshold(
+    claims.append(_claim(Claim.threshold,
         "percentile_near_nominal",
         f"Over all cells the model-based percentile CIs are near nominal (within {tol:.2f}).",
         ce, cal("model_percentile", every), threshold=tol, better="lower",
         baselines={m: cal(m, every) for m in ("clt", "model_basic", "model_normal")}))
-    claims.append(Claim.threshold(
+    claims.append(_claim(Claim.threshold,
         "clt_poor_small",
         f"The plug-in CLT is poorly calibrated (off nominal by more than {tol:.2f}) at n={n_min} and T={T_min}.",
         ce, cal("clt", small), threshold=tol, better="higher"))
-    claims.append(Claim.threshold(
+    claims.append(_claim(Claim.threshold,
         "episodic_poor_short",
         f"The episodic bootstrap is poorly calibrated (off nominal by more than {tol:.2f}) at T={T_min}.",
         ce, cal("episodic_percentile", lambda r: episodic(r) and r["T"] == T_min), threshold=tol, better="higher"))
@@ -312,124 +385,9 @@ def _claims(cfg, results, levels) -> list[Claim]:
         if x is None:
             continue
         base = _entry_coverage(results, "clt", sel, tg, lev, 1, 0)
-        claims.append(Claim.within(
+        claims.append(_claim(Claim.within,
             cid, f"Coverage of the model-based percentile CI for {'Q^π' if tg == 'Q' else 'Q*'}(1,0) at {lev:.0%} "
                  f"({where}) is near nominal (within ±{tol:.2f} of {lev:.2f}; the paper is quoted at {quoted}).",
             f"coverage at {lev:.0%}", _est(x), target=lev, tol=tol,
             baselines={} if base is None else {"clt": _est(base)}))
     return claims
-
-
-# the bench ------------------------------------------------------------------------------------
-
-def _bench_data(S, n, rng, bias):
-    P, R = riverswim(S)
-    beh = riverswim_behaviours(S, bias)["mostly_right"]
-    data = simulate_datasets(P, beh, n_datasets=1, n_episodes=1, length=n, initial=np.eye(S)[0], rng=rng)[0, 0]
-    counts = np.zeros((S, 2, S), dtype=np.int64)
-    np.add.at(counts, (data[:, 0], data[:, 1], data[:, 2]), 1)
-    P_hat, _ = estimate_kernel(counts)
-    return P_hat, estimate_behaviour(counts), R, int(data[0, 0])
-
-
-def _vectorised(P_hat, pi_b, R, start, n, B, seed, gamma, pi, qstar=False):
-    """B replicates of V^π (or Q*), all chains at once."""
-    rng = np.random.default_rng(seed)
-    c = simulate_counts(P_hat[None], pi_b[None], np.array([[start]]), np.array([n]), B, rng)[0]
-    Pb, _ = estimate_kernel(c)
-    return value_iteration(Pb, R, gamma) if qstar else policy_evaluation(Pb, R, pi, gamma)
-
-
-def _loop(P_hat, pi_b, R, start, n, B, seed, gamma, pi):
-    """B replicates of V^π, one replicate at a time."""
-    rng = np.random.default_rng(seed)
-    c = loop_bootstrap_counts(P_hat, pi_b, [start], [n], B, rng)
-    for b in range(B):
-        Pb, _ = estimate_kernel(c[b])
-        policy_evaluation(Pb, R, pi, gamma)
-
-
-def _cycling(fn, args_list):
-    """A zero-argument candidate that takes the next data set at each call (every candidate is called
-    once per round, so the candidates of one round share their data set)."""
-    it = itertools.cycle(args_list)
-    return lambda: fn(*next(it))
-
-
-def run_bench(cfg, out_dir: Path | None = None) -> dict:
-    seeds = seeds_of(cfg)
-    n, B, gamma = int(cfg.n), int(cfg.n_boot), float(cfg.gamma)
-    reps, warmup, threads = int(cfg.bench_repeats), int(cfg.bench_warmup), cfg.get("threads")
-    S0 = int(cfg.env.n_states)
-    pi0 = np.full((S0, 2), 0.5)
-    # the claim: vectorised vs the per-replicate loop, one data set per seed, cycled through the rounds
-    sets = []
-    for seed in seeds:
-        P_hat, pi_b, R, start = _bench_data(S0, n, np.random.default_rng(seed), float(cfg.behaviour_bias))
-        sets.append((P_hat, pi_b, R, start, n, B, seed, gamma, pi0))
-    res = compare({"vectorised": _cycling(_vectorised, sets), "loop": _cycling(_loop, sets)},
-                  repeats=reps, warmup=warmup, threads=threads)
-    speed = res.speedup("vectorised", over="loop", kind="cpu")
-    speed_wall = res.speedup("vectorised", over="loop", kind="wall")
-    rows = [{"part": "speedup", "n_states": S0, "n": n, "n_boot": B, **r} for r in res.rows()]
-    rows.append({"part": "speedup", "n_states": S0, "n": n, "n_boot": B, "loop_over_vectorised_cpu": speed.value,
-                 "loop_over_vectorised_wall": speed_wall.value})
-    log.info("vectorised %.2f s CPU, loop %.2f s CPU: %.1fx (wall %.1fx)", res.median("vectorised", "cpu"),
-             res.median("loop", "cpu"), speed.value, speed_wall.value)
-    # growth with the number of states (vectorised at B; the loop at loop_boot_growth replicates)
-    Bl = int(cfg.loop_boot_growth)
-    for S in cfg.states:
-        S = int(S)
-        P_hat, pi_b, R, start = _bench_data(S, n, np.random.default_rng([seeds[0], S]), float(cfg.behaviour_bias))
-        pi = np.full((S, 2), 0.5)
-        args = (P_hat, pi_b, R, start, n)
-        g = compare({"vectorised V^π": partial(_vectorised, *args, B, seeds[0], gamma, pi),
-                     "vectorised Q*": partial(_vectorised, *args, B, seeds[0], gamma, pi, qstar=True),
-                     "loop V^π": partial(_loop, *args, Bl, seeds[0], gamma, pi)},
-                    repeats=int(cfg.growth_repeats), warmup=0, threads=threads)
-        tv, tq, tl = (g.median(k, "cpu") for k in ("vectorised V^π", "vectorised Q*", "loop V^π"))
-        rows.append({"part": "states", "n_states": S, "n": n, "n_boot": B, "vectorised_cpu_s": tv,
-                     "vectorised_with_qstar_cpu_s": tq, "loop_per_replicate_cpu_s": tl / Bl,
-                     "loop_over_vectorised": (tl / Bl) / (tv / B)})
-        log.info("S=%d: vectorised %.2f s CPU (with Q* %.2f s), loop %.4f s/replicate", S, tv, tq, tl / Bl)
-    # the baselines' cost on episodic data of the same size (K episodes of T steps, n = K·T)
-    rng = np.random.default_rng([seeds[0], 7])
-    P, R = riverswim(S0)
-    beh = riverswim_behaviours(S0, float(cfg.behaviour_bias))["history"]
-    T = int(cfg.bench_episode_length)
-    K = max(2, n // T)
-    data = simulate_datasets(P, beh, n_datasets=1, n_episodes=K, length=T, initial=np.full(S0, 1.0 / S0), rng=rng)
-    ep = _episode_counts(data, S0, 2)
-    counts = ep.sum(1)
-    P_hat, _ = estimate_kernel(counts)
-    pi_b = estimate_behaviour(counts)
-
-    def model_bootstrap():
-        c = simulate_counts(P_hat, pi_b, data[:, :, 0, 0], np.full(K, T), B, rng, resample_starts=True)
-        policy_evaluation(estimate_kernel(c)[0], R, pi0, gamma)
-
-    def episodic_bootstrap():
-        policy_evaluation(estimate_kernel(episodic_bootstrap_counts(ep, B, rng))[0], R, pi0, gamma)
-
-    base = compare({"model bootstrap (episodic data)": model_bootstrap, "episodic bootstrap": episodic_bootstrap,
-                    "plug-in CLT": lambda: delta_method(P_hat, counts.sum(-1), R, gamma, "V", pi0)},
-                   repeats=reps, warmup=warmup, threads=threads)
-    rows += [{"part": "baselines", "n_states": S0, "n": K * T, "K": K, "T": T, "n_boot": B, **r} for r in base.rows()]
-    claims = [Claim.threshold(
-        "vectorised_speedup",
-        f"The vectorised bootstrap is at least {float(cfg.speedup_threshold):g}x faster than a per-replicate Python "
-        f"loop at B={B} on RiverSwim with n={n}.",
-        f"loop CPU time / vectorised CPU time: median of the paired ratios over {reps} interleaved rounds "
-        f"(one data set per seed, cycled), bootstrap 95% CI; threads={res.threads}",
-        speed, threshold=float(cfg.speedup_threshold), better="higher",
-        baselines={"vectorised_cpu_s": res.time("vectorised", "cpu"), "loop_cpu_s": res.time("loop", "cpu")},
-        notes=f"CPU time of the (single-threaded) process: the machine is shared, so wall time also counts waiting; "
-              f"the wall-time ratio is {speed_wall.value:.3g}x [{speed_wall.lower:.3g}, {speed_wall.upper:.3g}].")]
-
-    def plots(out_dir: Path) -> None:
-        from cmcboot.plot import plot_bench
-
-        plot_bench([r for r in rows if r["part"] == "states"], Path(out_dir) / "bench_states.png")
-
-    return {"claims": claims, "metrics": rows, "seeds": seeds, "plots": plots,
-            "timings": {f"{k}_cpu_median_s": base.median(k, "cpu") for k in base.cpu}}
