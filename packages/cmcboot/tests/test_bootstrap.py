@@ -2,8 +2,15 @@ import warnings
 
 import numpy as np
 import pytest
-from cmcboot import (ModelBootstrap, confidence_interval, count_transitions, estimate_kernel, riverswim,
-                     riverswim_behaviours, simulate_datasets)
+from cmcboot import (
+    ModelBootstrap,
+    confidence_interval,
+    count_transitions,
+    estimate_kernel,
+    riverswim,
+    riverswim_behaviours,
+    simulate_datasets,
+)
 from cmcboot.bootstrap import confidence_intervals, estimate_behaviour, simulate_counts, simulate_paths
 from cmcboot.mdp import policy_evaluation
 from scipy import stats

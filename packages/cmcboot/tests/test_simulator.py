@@ -5,8 +5,17 @@ import itertools
 import numpy as np
 import pytest
 from cmcboot import riverswim, riverswim_behaviours, simulate_datasets
-from cmcboot.bootstrap import (_alias_tables, _block_tables, embed_counts, estimate_behaviour, estimate_kernel,
-                               reachable_states, reduced_bootstrap_counts, reduced_policy_values, simulate_counts)
+from cmcboot.bootstrap import (
+    _alias_tables,
+    _block_tables,
+    embed_counts,
+    estimate_behaviour,
+    estimate_kernel,
+    reachable_states,
+    reduced_bootstrap_counts,
+    reduced_policy_values,
+    simulate_counts,
+)
 from cmcboot.mdp import policy_evaluation
 
 
@@ -132,3 +141,22 @@ def test_reduced_counts_have_the_law_of_the_full_simulator(rng):
     assert full[:, outside].sum() == 0                            # the full walk never leaves the reachable set
     se = np.sqrt((full.var(0) + red.var(0)) / 600) + 1e-9
     assert np.all(np.abs(full.mean(0) - red.mean(0)) < 5 * se)
+
+
+@pytest.mark.parametrize("unvisited", ["uniform", "self"])
+def test_reduced_policy_iteration_equals_value_iteration_on_full_kernels(rng, unvisited):
+    from cmcboot.bootstrap import reduced_qstar
+    from cmcboot.mdp import value_iteration
+
+    S = 25
+    P, R = riverswim(S, variant="psrl")
+    R = R + rng.normal(scale=0.01, size=R.shape)                 # no ties among actions
+    d = simulate_datasets(P, riverswim_behaviours(S, 0.6)["mostly_right"], n_datasets=1, n_episodes=1,
+                          length=500, initial=np.eye(S)[0], rng=rng)[0, 0]
+    counts = np.zeros((S, 2, S), int)
+    np.add.at(counts, tuple(d.T), 1)
+    P_hat, _ = estimate_kernel(counts, unvisited)
+    boot, support = reduced_bootstrap_counts(P_hat, estimate_behaviour(counts), [d[0, 0]], [len(d)], 20, rng)
+    q = reduced_qstar(boot, support, R, 0.9, unvisited)
+    ref = value_iteration(estimate_kernel(embed_counts(boot, support, S), unvisited)[0], R, 0.9)
+    np.testing.assert_allclose(q, ref, rtol=1e-8, atol=1e-8 * np.abs(ref).max())

@@ -22,12 +22,12 @@ import numpy as np
 
 from cmcboot.baselines import delta_method, episodic_bootstrap_counts, loop_bootstrap_counts
 from cmcboot.bootstrap import (
-    embed_counts,
     estimate_behaviour,
     estimate_kernel,
     reachable_states,
     reduced_bootstrap_counts,
     reduced_policy_values,
+    reduced_qstar,
     simulate_counts,
 )
 from cmcboot.data import riverswim_behaviours, simulate_datasets
@@ -59,10 +59,10 @@ def vectorised(P_hat, pi_b, R, start, n, B, seed, gamma, pi):
 
 
 def vectorised_qstar(P_hat, pi_b, R, start, n, B, seed, gamma):
-    """B replicates of Q*: the same replicates, value iteration on the full kernels."""
+    """B replicates of Q*: the same replicates, policy iteration on the reduced solve."""
     rng = np.random.default_rng(seed)
     c, support = reduced_bootstrap_counts(P_hat, pi_b, [start], [n], B, rng)
-    return value_iteration(estimate_kernel(embed_counts(c, support, P_hat.shape[0]))[0], R, gamma)
+    return reduced_qstar(c, support, R, gamma, q0=value_iteration(P_hat, R, gamma))
 
 
 def loop(P_hat, pi_b, R, start, n, B, seed, gamma, pi):

@@ -458,42 +458,65 @@ def reduced_policy_values(counts, support, R, pi, gamma: float, unvisited: str =
 
     ``(I − γ M − γ w 1ᵀ/(S − γ|U|)) V_C = r_C + γ w ρ/(S − γ|U|)`` (uniform), with
     ``M[s, s'] = Σ_a π(a|s) 1[N*(s,a)>0] P̂*(s'|s,a)``, ``w(s) = Σ_a π(a|s) 1[N*(s,a)=0]``,
-    ``U`` the states outside the support and ``ρ = Σ_{u∈U} r_π(u)``.
+    ``U`` the states outside the support and ``ρ = Σ_{u∈U} r_π(u)``. ``pi``: ``(S, A)`` or one
+    policy per replicate ``(B, S, A)``.
     """
     counts = np.asarray(counts, float)
     R, pi = np.asarray(R, float), np.asarray(pi, float)
     S, A = R.shape
-    C = support.size
+    B, C = counts.shape[0], support.size
+    pi = np.broadcast_to(pi, (B, S, A))
     n_sa = counts.sum(-1)
     seen = n_sa > 0
     Pc = counts / np.maximum(n_sa, 1)[..., None]
-    r = (pi * R).sum(-1)
-    pc = pi[support]
-    M = np.einsum("sa,bsat->bst", pc, Pc)
-    w = np.einsum("sa,bsa->bs", pc, ~seen)
+    r = (pi * R).sum(-1)                                     # (B, S)
+    pc = pi[:, support]
+    M = np.einsum("bsa,bsat->bst", pc, Pc)
+    w = np.einsum("bsa,bsa->bs", pc, ~seen)
     eye = np.eye(C)
     outside = np.ones(S, dtype=bool)
     outside[support] = False
+    V = np.empty((B, S))
     if unvisited == "self":
-        V_C = np.linalg.solve(eye - gamma * (M + w[:, :, None] * eye), np.broadcast_to(r[support], w.shape)[..., None])[..., 0]
-        V = np.empty((counts.shape[0], S))
+        V_C = np.linalg.solve(eye - gamma * (M + w[:, :, None] * eye), r[:, support, None])[..., 0]
         V[:, support] = V_C
-        V[:, outside] = r[outside] / (1.0 - gamma)
+        V[:, outside] = r[:, outside] / (1.0 - gamma)
         conv = V
     else:
         denom = S - gamma * outside.sum()
-        rho = r[outside].sum()
+        rho = r[:, outside].sum(-1)
         lhs = eye - gamma * M - gamma * w[:, :, None] / denom
-        V_C = np.linalg.solve(lhs, (r[support] + gamma * w * rho / denom)[..., None])[..., 0]
+        V_C = np.linalg.solve(lhs, (r[:, support] + gamma * w * (rho / denom)[:, None])[..., None])[..., 0]
         m = (V_C.sum(-1) + rho) / denom
-        V = np.empty((counts.shape[0], S))
         V[:, support] = V_C
-        V[:, outside] = r[outside] + gamma * m[:, None]
+        V[:, outside] = r[:, outside] + gamma * m[:, None]
         conv = np.broadcast_to(m[:, None], V.shape)
     Q = R + gamma * conv[..., None]
     inner = R[support] + gamma * np.einsum("bsat,bt->bsa", Pc, V_C)
     Q[:, support] = np.where(seen, inner, Q[:, support])
     return V, Q
+
+
+def reduced_qstar(counts, support, R, gamma: float, unvisited: str = "uniform", *, q0=None, tol: float = 1e-10,
+                  max_iter: int = 1000) -> np.ndarray:
+    """``Q*`` ``(B, S, A)`` of the kernels of reduced counts, by policy iteration on the reduced solve.
+
+    Starts from the greedy policy of ``q0`` (e.g. the point estimate's ``Q̂*``; default ``R``),
+    evaluates it exactly (:func:`reduced_policy_values`) and improves it greedily until every
+    replicate's policy is greedy for its own ``Q^π`` within ``tol·max|R|/(1−γ)`` (the Bellman
+    optimality equation), as :func:`cmcboot.value_iteration` checks.
+    """
+    R = np.asarray(R, float)
+    B = np.asarray(counts).shape[0]
+    scale = max(float(np.max(np.abs(R), initial=0.0)) / (1.0 - gamma), 1e-300)
+    pi = greedy(np.broadcast_to(R if q0 is None else q0, (B,) + R.shape))
+    for _ in range(max_iter):
+        _, Q = reduced_policy_values(counts, support, R, pi, gamma, unvisited)
+        gap = Q.max(-1) - np.einsum("bsa,bsa->bs", pi, Q)
+        if float(np.max(gap, initial=0.0)) <= tol * scale:
+            return Q
+        pi = np.where((gap > tol * scale)[..., None], greedy(Q), pi)
+    raise RuntimeError(f"policy iteration did not converge in {max_iter} iterations")
 
 
 def simulate_paths(P, pi, starts, lengths, n_boot: int, rng: np.random.Generator, *,
@@ -686,8 +709,8 @@ class ModelBootstrap(_KernelBootstrap):
 
     Regenerates ``n_boot`` data sets from ``(P̂, π̂_b)`` with the structure of the data (see the
     module docstring), re-estimates ``P̂*`` on each and propagates it through the Bellman operators.
-    The replicates run on the states they can reach (:func:`reduced_bootstrap_counts`); ``V^π`` and
-    ``Q^π`` are solved there exactly (:func:`reduced_policy_values`), ``Q*`` on the full kernels.
+    The replicates run on the states they can reach (:func:`reduced_bootstrap_counts`); ``V^π``,
+    ``Q^π`` (:func:`reduced_policy_values`) and ``Q*`` (:func:`reduced_qstar`) are solved there exactly.
 
     Args:
         regime: ``"chain"`` (each trajectory a chain, replayed from its own start with its own length)
@@ -759,6 +782,6 @@ class ModelBootstrap(_KernelBootstrap):
 
     def _replicate_targets(self, target, R, gamma, pi, point):
         if target == "Qstar":
-            return super()._replicate_targets(target, R, gamma, pi, point)
+            return reduced_qstar(self.boot_counts_, self.support_, R, gamma, self.unvisited, q0=point)
         V, Q = reduced_policy_values(self.boot_counts_, self.support_, R, pi, gamma, self.unvisited)
         return V if target == "V" else Q
