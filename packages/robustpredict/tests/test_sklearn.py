@@ -120,3 +120,19 @@ def test_inputs_of_any_float_dtype_and_width_checks(data):
         pol.fit(np.full((5, 3), np.nan), np.ones(5))
     with pytest.raises(NotFittedError):
         RobustPolicy(PostedPricing(), first_column, epsilon="cv").predict(X[:5])
+
+
+def test_data_frames_reach_the_predictor_with_their_columns(data):
+    import warnings
+
+    import pandas as pd
+    X, y, _ = data
+    cols = ["a", "b", "c"]
+    model = Ridge().fit(pd.DataFrame(X[:1000], columns=cols), y[:1000])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "X does not have valid feature names"
+        pol = RobustPolicy(PostedPricing(), model, epsilon="cv").fit(pd.DataFrame(X[1000:2000], columns=cols),
+                                                                     y[1000:2000])
+        a = pol.predict(pd.DataFrame(X[2000:], columns=cols))
+    np.testing.assert_allclose(a, np.maximum(model.predict(pd.DataFrame(X[2000:], columns=cols)) - pol.epsilon_, 0))
+    assert list(pol.feature_names_in_) == cols

@@ -11,7 +11,7 @@ import numpy as np
 from sklearn.exceptions import NotFittedError
 
 from robustpredict.problems import DecisionProblem, PostedPricing, as_predictions
-from robustpredict.robust import _Policy, predict, shade_grid
+from robustpredict.robust import _as_given, _Policy, predict, shade_grid
 
 
 def best_posted_price(values) -> float:
@@ -66,8 +66,8 @@ class RICh(_Policy):
 
     def fit(self, X, y) -> RICh:
         self._validate_params()
-        X, v = self._Xy(X, y)
-        y_hat = predict(self.predictor, X)
+        Xc, v = self._Xy(X, y)
+        y_hat = predict(self.predictor, _as_given(X, Xc))
         a, b = _split(y_hat.size, np.random.default_rng(self.seed))
         ks = [int(k) for k in self.ks]
         scores = []
@@ -110,8 +110,8 @@ class FixedShading(_Policy):
 
     def fit(self, X, y) -> FixedShading:
         self._validate_params()
-        X, y = self._Xy(X, y)
-        y_hat = predict(self.predictor, X)
+        Xc, y = self._Xy(X, y)
+        y_hat = predict(self.predictor, _as_given(X, Xc))
         grid = shade_grid(y) if self.shades is None else np.asarray(self.shades, dtype=float)
         self.scores_ = np.array([np.mean(self.problem.regret(self.problem.robust_action(y_hat, s), y)) for s in grid])
         self.shade_ = float(grid[int(np.argmin(self.scores_))])

@@ -65,9 +65,10 @@ def _predictor_ok(predictor) -> None:
 
 def predict(predictor, X) -> np.ndarray:
     """Predictions of a callable or a scikit-learn estimator (``.predict``) as a 1-D float array."""
-    X = np.asarray(X)
-    if X.ndim != 2:
-        raise ValueError(f"X must be 2-D (contexts x features), got shape {X.shape}")
+    if not hasattr(X, "shape"):
+        X = np.asarray(X)
+    if len(X.shape) != 2:
+        raise ValueError(f"X must be 2-D (contexts x features), got shape {tuple(X.shape)}")
     if hasattr(predictor, "predict"):
         y = predictor.predict(X)
     elif callable(predictor):
@@ -248,7 +249,7 @@ class _Policy(BaseEstimator):
 
     def predict_state(self, X) -> np.ndarray:
         """The predictor's ŷ for contexts ``X`` of shape ``(n, d)``; returns shape ``(n,)``."""
-        return predict(self.predictor, self._X(X, reset=False))
+        return predict(self.predictor, _as_given(X, self._X(X, reset=False)))
 
     def act_on(self, y_hat) -> np.ndarray:  # pragma: no cover - every policy overrides it
         raise NotImplementedError
@@ -263,6 +264,12 @@ class _Policy(BaseEstimator):
         """Negative mean regret on ``(X, y)`` (higher is better, as scikit-learn's scorers expect)."""
         a = self.predict(X)
         return -float(np.mean(self.problem.regret(a, _states(y, a.size, self.problem))))
+
+
+def _as_given(X, checked):
+    """What the predictor sees: a data frame as it came (its model may know the column names),
+    otherwise the checked array."""
+    return X if hasattr(X, "columns") else checked
 
 
 class FollowThePrediction(_Policy):
@@ -391,8 +398,8 @@ class RobustPolicy(_Policy):
         """Learn ε from held-out ``(X, y)`` (never the data the predictor was trained on): η, the
         jump ``J`` where the problem needs data for it, and ``epsilon_`` by the chosen rule."""
         self._validate_params()
-        X, y = self._Xy(X, y)
-        y_hat = predict(self.predictor, X)
+        Xc, y = self._Xy(X, y)
+        y_hat = predict(self.predictor, _as_given(X, Xc))
         r = y - y_hat
         if self.eta is not None:
             self.eta_ = float(self.eta)
