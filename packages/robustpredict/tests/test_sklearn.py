@@ -98,8 +98,14 @@ def test_pipeline_and_cross_val_score(data):
     pipe.fit(Xw[1000:2000], y[1000:2000])
     direct = RobustPolicy(SkiRental(5.0), model, epsilon="conformal").fit(X[1000:2000], y[1000:2000])
     np.testing.assert_allclose(pipe.predict(Xw[2000:]), direct.predict(X[2000:]))
-    gs = GridSearchCV(pipe, {"robustpolicy__epsilon": ["auto", "conformal", "cv"]}, cv=3).fit(Xw[1000:2000], y[1000:2000])
-    assert gs.best_params_["robustpolicy__epsilon"] in ("auto", "conformal", "cv")
+    rules = ["auto", "conformal", "cv"]
+    folds = KFold(3, shuffle=True, random_state=0)
+    gs = GridSearchCV(pipe, {"robustpolicy__epsilon": rules}, cv=folds).fit(Xw[1000:2000], y[1000:2000])
+    # the same choice by hand: each rule's mean held-out score over the same folds
+    by_hand = [cross_val_score(clone(pipe).set_params(robustpolicy__epsilon=r), Xw[1000:2000], y[1000:2000],
+                               cv=folds).mean() for r in rules]
+    assert gs.best_params_["robustpolicy__epsilon"] == rules[int(np.argmax(by_hand))]
+    np.testing.assert_allclose(gs.cv_results_["mean_test_score"], by_hand)
     scores = cross_val_score(FixedShading(SkiRental(5.0), model), X[1000:2000], y[1000:2000], cv=3)
     assert scores.shape == (3,) and np.all(scores <= 0)
 
