@@ -104,3 +104,14 @@ def test_loop_and_vectorised_simulators_have_the_same_law(rng):
     b = simulate_counts(P[None], pi[None], np.array([[0]]), np.array([300]), 200, np.random.default_rng(2))[0].mean(0)
     assert np.abs(a - b).max() < 0.1 * 300 / 6
     assert a.sum() == b.sum() == 300
+
+
+def test_plugin_clt_validates_sizes_and_warns_when_inferred(river_chain):
+    _, _, traj = river_chain
+    with pytest.raises(TypeError, match="n_states"):
+        PluginCLT(n_states="6")
+    with pytest.raises(ValueError, match="unvisited"):
+        PluginCLT(unvisited="zero")
+    with pytest.warns(UserWarning, match="n_states inferred"):
+        PluginCLT(n_actions=2).fit(traj)
+    assert PluginCLT(n_states=8, n_actions=2).fit(traj).unreached_states_.tolist() == [6, 7]

@@ -18,10 +18,12 @@ Pairs with ``N(s, a) = 0`` contribute no variance (there is nothing to plug in);
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from scipy import stats
 
-from cmcboot.bootstrap import _check_level, _KernelBootstrap, count_transitions, estimate_kernel
+from cmcboot.bootstrap import UNVISITED, _check_level, _KernelBootstrap, check_size, count_transitions, estimate_kernel
 from cmcboot.mdp import check_gamma, check_policy, check_rewards, greedy, policy_kernel, value_iteration
 
 # episodic bootstrap ------------------------------------------------------------------------------
@@ -136,9 +138,22 @@ class PluginCLT:
         self.unvisited = unvisited
         self.n_states = n_states
         self.n_actions = n_actions
+        self._check_params()
+
+    def _check_params(self) -> None:
+        if self.unvisited not in UNVISITED:
+            raise ValueError(f"unvisited must be one of {UNVISITED}, got {self.unvisited!r}")
+        check_size(self.n_states, "n_states")
+        check_size(self.n_actions, "n_actions")
 
     def fit(self, trajectories):
+        self._check_params()
         data = count_transitions(trajectories, self.n_states, self.n_actions)
+        for name, value in (("n_states", self.n_states), ("n_actions", self.n_actions)):
+            if value is None:
+                warnings.warn(f"{name} inferred from the data as {data[name]} (the largest one seen + 1); "
+                              f"pass {name}= to fix it", stacklevel=2)
+        self.unreached_states_ = np.flatnonzero(~data["reached"])
         self.n_states_, self.n_actions_ = data["n_states"], data["n_actions"]
         self.counts_ = data["counts"]
         self.P_hat_, self.unvisited_ = estimate_kernel(self.counts_, self.unvisited)
