@@ -201,17 +201,16 @@ def _alias_tables(probs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray
     alias = np.tile(np.arange(k), (rows, 1))
     # zero columns j >= m_r: accept 0, alias = the support entry whose capacity (cumulated) covers them
     cap = np.where(probs > 0, np.floor(q + 1e-9), 0.0)
-    n_zero = k - m
     zr, zc = np.nonzero(np.arange(k)[None, :] >= m[:, None])
     z_rank = zc - m[zr]                                      # 0.. k - m_r - 1 within the row
-    cum = np.cumsum(cap, -1)
-    owner = (cum[zr] <= z_rank[:, None]).sum(-1)              # first entry whose cumulated capacity > rank
+    # owner = the first entry whose cumulated capacity exceeds the rank: one searchsorted over all rows,
+    # each row's cumulated capacities (at most k) shifted by row·(k + 1) so that the whole array is sorted
+    flat = (np.cumsum(cap, -1) + np.arange(rows)[:, None] * (k + 1.0)).ravel()
+    owner = np.searchsorted(flat, zr * (k + 1.0) + z_rank, side="right") - zr * k
     accept[zr, zc] = 0.0
     alias[zr, zc] = owner
-    given = np.zeros((rows, k))
-    np.add.at(given, (zr, owner), 1.0)
+    given = np.bincount(zr * k + owner, minlength=rows * k).reshape(rows, k)
     res = q - given                                          # residual masses of the support, mean 1 over m_r
-    assert np.all(n_zero >= 0)
     todo = np.flatnonzero(np.any((np.abs(res - 1.0) > 1e-12) & (np.arange(k)[None, :] < m[:, None]), -1))
     for r in todo:
         a, al = _vose(res[r, : m[r]])
