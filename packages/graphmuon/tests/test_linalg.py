@@ -71,3 +71,21 @@ def test_bad_inputs():
         inverse_sqrt(torch.tensor([[1.0, float("nan")], [float("nan"), 1.0]]))
     with pytest.raises(ValueError, match="method"):
         inverse_sqrt(torch.eye(2), method="cholesky")
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_newton_schulz_leaves_its_input_alone(gen, dtype):
+    g = torch.randn(6, 9, generator=gen).to(dtype)
+    before = g.clone()
+    newton_schulz(g)
+    assert torch.equal(g, before)
+
+
+def test_float32_eigh_whitens_a_damped_covariance(gen):
+    x = torch.randn(400, 64, generator=gen) @ torch.randn(64, 64, generator=gen)
+    s = x.T @ x / 400
+    s = s + 1e-3 * s.diagonal().mean() * torch.eye(64)
+    z = inverse_sqrt_eigh(s)
+    assert z.dtype == torch.float32
+    ref = inverse_sqrt_eigh(s.double())
+    assert float((z.double() - ref).norm() / ref.norm()) < 1e-3

@@ -130,7 +130,7 @@ def test_lr_scheduler_drives_both_updates(gen):
 def test_unregistered_parameters_get_torch_adamw(gen):
     a, b = nn.Linear(5, 3), nn.Linear(5, 3)
     b.load_state_dict(a.state_dict())
-    gm = GraphMuon(a.parameters(), lr=0.01, adamw_weight_decay=0.01)  # nothing registered: all AdamW
+    gm = GraphMuon(a.parameters(), lr=0.01, adamw_weight_decay=0.01, unregistered="ignore")  # all AdamW
     ref = torch.optim.AdamW(b.parameters(), lr=0.01, weight_decay=0.01)
     x = torch.randn(10, 5, generator=gen)
     for _ in range(3):
@@ -179,3 +179,97 @@ def test_evaluation_passes_do_not_move_sigma(gen):
     model.train()
     model(x, ei)
     assert opt.state[model.c1.lin.weight]["pending_n"] == 30
+
+
+def test_step_without_registered_graph_weight_raises_or_warns(gen):
+    lin = nn.Linear(5, 3)
+    x = torch.randn(10, 5, generator=gen)
+    for mode, ctx in (("raise", pytest.raises(RuntimeError, match="attach")),
+                      ("warn", pytest.warns(RuntimeWarning, match="no graph weight registered"))):
+        opt = GraphMuon(lin.parameters(), lr=0.01, unregistered=mode)
+        lin(x).sum().backward()
+        with ctx:
+            opt.step()
+    explicit = GraphMuon(lin.parameters(), lr=0.01, use_graphmuon=False)  # AdamW on purpose: no complaint
+    lin(x).sum().backward()
+    explicit.step()
+    with pytest.raises(ValueError, match="unregistered"):
+        GraphMuon(lin.parameters(), unregistered="silent")
+
+
+def test_attach_twice_keeps_one_hook_per_weight(gen):
+    model, x, ei, y = _model_and_data(gen)
+    opt = GraphMuon(model.parameters(), lr=0.01)
+    attach(model, opt)
+    attach(model, opt)
+    assert len(model.c1._forward_pre_hooks) == 1 and len(model.c2._forward_pre_hooks) == 1
+    model(x, ei)
+    assert opt.state[model.c1.lin.weight]["pending_n"] == 30  # captured once, not twice
+    twice, *_ = _model_and_data(gen)
+    once, *_ = _model_and_data(gen)
+    o1, o2 = GraphMuon(twice.parameters(), lr=0.02), GraphMuon(once.parameters(), lr=0.02)
+    attach(twice, o1)
+    attach(twice, o1)
+    attach(once, o2)
+    _steps(twice, o1, x, ei, y, 3)
+    _steps(once, o2, x, ei, y, 3)
+    for p, q in zip(twice.parameters(), once.parameters()):
+        assert torch.equal(p, q)
+
+
+def test_float64_model_resumes_identically(gen):
+    model, x, ei, y = _model_and_data(gen)
+    model, x = model.double(), x.double()
+    opt = GraphMuon(model.parameters(), lr=0.02, precond_every=2)
+    attach(model, opt)
+    _steps(model, opt, x, ei, y, 3)
+    assert opt.state[model.c1.lin.weight]["sigma"].dtype == torch.float64
+    saved_model, saved_opt = copy.deepcopy(model.state_dict()), copy.deepcopy(opt.state_dict())
+    _steps(model, opt, x, ei, y, 3)
+    model2, *_ = _model_and_data(gen)
+    model2 = model2.double()
+    model2.load_state_dict(saved_model)
+    opt2 = GraphMuon(model2.parameters(), lr=0.02, precond_every=2)
+    attach(model2, opt2)
+    opt2.load_state_dict(saved_opt)
+    _steps(model2, opt2, x, ei, y, 3)
+    for p, q in zip(model.parameters(), model2.parameters()):
+        assert torch.equal(p, q)
+
+
+def test_precond_every_reuses_sigma_between_refreshes(gen):
+    model, x, ei, y = _model_and_data(gen)
+    opt = GraphMuon(model.parameters(), lr=0.02, precond_every=3)
+    attach(model, opt)
+    w = model.c1.lin.weight
+    seen = []
+    for _ in range(7):
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(x, ei), y).backward()
+        seen.append(int(opt.state[w].get("pending_n", 0)))  # captured before this step?
+        opt.step()
+    assert seen == [30, 0, 0, 30, 0, 0, 30]  # captures only before the refresh steps 0, 3, 6
+
+
+def test_cov_rows_subsample_is_unbiased_on_repeated_rows(gen):
+    lin = nn.Linear(4, 3, bias=False)
+    base = torch.randn(50, 4, generator=gen, dtype=torch.float64)
+    x = base.repeat_interleave(4, dim=0).float()  # 200 rows; stride 4 picks each base row exactly once
+    full, sub = GraphMuon(lin.parameters(), cov_rows=None), GraphMuon(lin.parameters(), cov_rows=50)
+    for opt in (full, sub):
+        opt.register(lin.weight, lin, name="w")
+        lin(x)
+        opt.remove_hooks()
+    torch.testing.assert_close(sub.state[lin.weight]["pending_xtx"], full.state[lin.weight]["pending_xtx"],
+                               rtol=1e-5, atol=1e-4)
+    assert sub.state[lin.weight]["pending_n"] == 200
+
+
+@pytest.mark.parametrize("kw,err", [({"lr": "0.01"}, TypeError), ({"lr": float("nan")}, ValueError),
+                                    ({"momentum": True}, TypeError), ({"precond_every": 2.5}, TypeError),
+                                    ({"cov_rows": 0}, ValueError), ({"ns_dtype": "bf16"}, TypeError),
+                                    ({"adamw_betas": (0.9, "x")}, TypeError), ({"nesterov": 1}, TypeError)])
+def test_hyperparameter_types_are_checked_by_name(kw, err):
+    name = next(iter(kw))
+    with pytest.raises(err, match=name):
+        GraphMuon([nn.Parameter(torch.ones(2, 2))], **kw)

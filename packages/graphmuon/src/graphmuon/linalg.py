@@ -56,7 +56,7 @@ def newton_schulz(g: Tensor, steps: int = NS_STEPS, coefficients: tuple[float, f
     tall = g.size(0) > g.size(1)
     if tall:
         x = x.T
-    x.div_(x.norm().clamp(min=eps))
+    x = x / x.norm().clamp(min=eps)  # out of place: never the caller's tensor (g.to may return g itself)
     for _ in range(int(steps)):
         gram = x @ x.T
         poly = torch.addmm(gram, gram, gram, beta=b, alpha=c)
@@ -82,11 +82,19 @@ def _check_spd(sigma: Tensor) -> None:
 
 
 def inverse_sqrt_eigh(sigma: Tensor, floor: float = 0.0) -> Tensor:
-    """Σ^(-1/2) = V diag(λ^(-1/2)) Vᵀ from ``torch.linalg.eigh`` (eigenvalues clamped at ``floor``)."""
+    """Σ^(-1/2) = V diag(λ^(-1/2)) Vᵀ from ``torch.linalg.eigh`` (eigenvalues clamped at ``floor``).
+
+    The decomposition runs in ``sigma``'s dtype (float32 or float64; half precision is promoted to
+    float32), falling back to float64 if the float32 solver fails to converge.
+    """
     _check_spd(sigma)
     sym = 0.5 * (sigma + sigma.T)
-    lam, vec = torch.linalg.eigh(sym.double())
-    tiny = torch.finfo(sigma.dtype).tiny
+    work = sym.to(torch.promote_types(sym.dtype, torch.float32))
+    try:
+        lam, vec = torch.linalg.eigh(work)
+    except torch.linalg.LinAlgError:
+        lam, vec = torch.linalg.eigh(work.double())
+    tiny = torch.finfo(lam.dtype).tiny
     lam = lam.clamp(min=max(float(floor), tiny))
     return ((vec * lam.rsqrt()) @ vec.T).to(sigma.dtype)
 

@@ -29,6 +29,7 @@ Parameters that are not registered graph weights are updated by AdamW (torch's f
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 
 import torch
@@ -40,6 +41,19 @@ from graphmuon.linalg import NS_COEFFICIENTS, NS_EPS, NS_STEPS, inverse_sqrt, ne
 
 CaptureFn = Callable[[nn.Module, tuple, dict], Tensor]
 SCALES = ("induced", "original", "match_rms_adamw")
+UNREGISTERED = ("raise", "warn", "ignore")
+
+
+def _check_number(name: str, v) -> None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise TypeError(f"{name} must be a number, got {type(v).__name__} {v!r}")
+    if not math.isfinite(v):
+        raise ValueError(f"{name} must be finite, got {v!r}")
+
+
+def accumulation_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype Σ is kept in for a weight of ``dtype``: float64 for float64 weights, else float32."""
+    return torch.promote_types(dtype, torch.float32)
 
 
 def muon_lr_scale(scale: str, shape) -> float:
@@ -94,7 +108,16 @@ class GraphMuon(Optimizer):
         orthogonalize: ``"newton_schulz"`` (default, quintic, bfloat16 as Muon) or ``"svd"`` (exact).
         ns_steps, ns_coefficients, ns_eps, ns_dtype: the Newton–Schulz iteration (Muon's defaults).
         inv_sqrt: ``"auto"`` (eigh for d ≤ ``eigh_max_dim``, else coupled Newton), ``"eigh"`` or ``"newton"``.
-        eigh_max_dim: default 512. precond_every: recompute Σ^(-1/2) every this many steps (default 1).
+        eigh_max_dim: default 512.
+        precond_every: capture X, update Σ and recompute Σ^(-1/2) every this many steps (default 10; the
+            steps between reuse them, as Shampoo/SOAP amortise their preconditioners). ``cov_beta`` is per
+            step: a refresh after k steps weighs the new covariance by 1 − β^k. ``precond_every=1`` is the
+            per-step method.
+        cov_rows: estimate XᵀX from at most this many rows (a strided sample whose offset moves each
+            refresh, rescaled to n rows; default ``None``: every row).
+        unregistered: what ``step()`` does when no graph weight is registered (the optimizer would be plain
+            AdamW, e.g. after forgetting :func:`graphmuon.attach`): ``"raise"`` (default, RuntimeError),
+            ``"warn"`` or ``"ignore"``. Groups with ``use_graphmuon=False`` never trigger it.
         adamw_betas, adamw_eps, adamw_weight_decay: AdamW settings of the other parameters.
 
     Example:
@@ -107,16 +130,44 @@ class GraphMuon(Optimizer):
                  rms: float = 0.2, orthogonalize: str = "newton_schulz", ns_steps: int = NS_STEPS,
                  ns_coefficients: tuple[float, float, float] = NS_COEFFICIENTS, ns_eps: float = NS_EPS,
                  ns_dtype: torch.dtype = torch.bfloat16, inv_sqrt: str = "auto", eigh_max_dim: int = 512,
-                 precond_every: int = 1, adamw_betas: tuple[float, float] = (0.9, 0.999), adamw_eps: float = 1e-8,
-                 adamw_weight_decay: float = 0.0, use_graphmuon: bool | None = None) -> None:
+                 precond_every: int = 10, adamw_betas: tuple[float, float] = (0.9, 0.999), adamw_eps: float = 1e-8,
+                 adamw_weight_decay: float = 0.0, use_graphmuon: bool | None = None, cov_rows: int | None = None,
+                 unregistered: str = "raise") -> None:
+        nums = dict(lr=lr, momentum=momentum, weight_decay=weight_decay, cov_beta=cov_beta, eps=eps, rms=rms,
+                    ns_eps=ns_eps, adamw_eps=adamw_eps, adamw_weight_decay=adamw_weight_decay)
+        for name, v in nums.items():
+            _check_number(name, v)
+        for name, v in dict(ns_steps=ns_steps, eigh_max_dim=eigh_max_dim, precond_every=precond_every).items():
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise TypeError(f"{name} must be an int, got {type(v).__name__} {v!r}")
+        if cov_rows is not None and (isinstance(cov_rows, bool) or not isinstance(cov_rows, int)):
+            raise TypeError(f"cov_rows must be an int or None, got {type(cov_rows).__name__} {cov_rows!r}")
+        if not isinstance(nesterov, bool):
+            raise TypeError(f"nesterov must be a bool, got {type(nesterov).__name__}")
+        if not isinstance(ns_dtype, torch.dtype) or not ns_dtype.is_floating_point:
+            raise TypeError(f"ns_dtype must be a floating torch.dtype, got {ns_dtype!r}")
+        if use_graphmuon is not None and not isinstance(use_graphmuon, bool):
+            raise TypeError(f"use_graphmuon must be None or a bool, got {use_graphmuon!r}")
+        try:
+            betas = tuple(adamw_betas)
+            coeffs = tuple(ns_coefficients)
+        except TypeError as err:
+            raise TypeError("adamw_betas and ns_coefficients must be sequences of numbers") from err
+        for i, b in enumerate(betas):
+            _check_number(f"adamw_betas[{i}]", b)
+        for i, c in enumerate(coeffs):
+            _check_number(f"ns_coefficients[{i}]", c)
         checks = {"lr": lr >= 0, "momentum": 0 <= momentum < 1, "weight_decay": weight_decay >= 0,
                   "cov_beta": 0 <= cov_beta < 1, "eps": eps >= 0, "rms": rms > 0, "precond_every": precond_every >= 1,
-                  "eigh_max_dim": eigh_max_dim >= 1, "adamw_eps": adamw_eps > 0,
-                  "adamw_weight_decay": adamw_weight_decay >= 0,
-                  "adamw_betas": len(adamw_betas) == 2 and all(0 <= b < 1 for b in adamw_betas)}
+                  "eigh_max_dim": eigh_max_dim >= 1, "adamw_eps": adamw_eps > 0, "ns_eps": ns_eps > 0,
+                  "ns_steps": 1 <= ns_steps < 100, "adamw_weight_decay": adamw_weight_decay >= 0,
+                  "cov_rows": cov_rows is None or cov_rows >= 1, "ns_coefficients": len(coeffs) == 3,
+                  "adamw_betas": len(betas) == 2 and all(0 <= b < 1 for b in betas)}
         for name, ok in checks.items():
             if not ok:
                 raise ValueError(f"invalid {name}: {locals()[name]!r}")
+        if unregistered not in UNREGISTERED:
+            raise ValueError(f"unregistered must be one of {UNREGISTERED}, got {unregistered!r}")
         if scale not in SCALES:
             raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
         if orthogonalize not in ("newton_schulz", "svd"):
@@ -126,11 +177,13 @@ class GraphMuon(Optimizer):
         defaults = dict(lr=lr, momentum=momentum, nesterov=nesterov, weight_decay=weight_decay, cov_beta=cov_beta,
                         eps=eps, scale=scale, rms=rms, orthogonalize=orthogonalize, ns_steps=ns_steps,
                         ns_coefficients=tuple(ns_coefficients), ns_eps=ns_eps, ns_dtype=ns_dtype, inv_sqrt=inv_sqrt,
-                        eigh_max_dim=eigh_max_dim, precond_every=precond_every, adamw_betas=tuple(adamw_betas),
-                        adamw_eps=adamw_eps, adamw_weight_decay=adamw_weight_decay, use_graphmuon=use_graphmuon)
+                        eigh_max_dim=eigh_max_dim, precond_every=precond_every, adamw_betas=betas,
+                        adamw_eps=adamw_eps, adamw_weight_decay=adamw_weight_decay, use_graphmuon=use_graphmuon,
+                        cov_rows=cov_rows)
         super().__init__(params, defaults)
+        self.unregistered = unregistered
         self._names: dict[Tensor, str] = {}
-        self._hooks: list = []
+        self._hooks: dict[Tensor, object] = {}
 
     # registration ---------------------------------------------------------------------------
 
@@ -152,9 +205,23 @@ class GraphMuon(Optimizer):
         """Registered graph weights by name."""
         return {n: p for p, n in self._names.items()}
 
+    def _group_of(self, p: Tensor) -> dict:
+        for g in self.param_groups:
+            if any(p is q for q in g["params"]):
+                return g
+        raise ValueError(f"parameter {self.param_name(p)!r} is not in this optimizer's param_groups")
+
+    def _capture_due(self, p: Tensor) -> bool:
+        """Σ and Σ^(-1/2) are refreshed every ``precond_every`` steps: capture only before those steps."""
+        st = self.state[p]
+        return "inv_sqrt" not in st or st.get("step", 0) % self._group_of(p)["precond_every"] == 0
+
     def register(self, weight: Tensor, module: nn.Module, capture: CaptureFn | None = None, *,
                  name: str | None = None):
         """Register ``weight`` as a graph weight whose propagated input ``module`` receives.
+
+        Registering a weight again replaces its hook (one hook per weight, so :func:`graphmuon.attach`
+        may be called twice).
 
         Args:
             weight: a 2-D parameter of this optimizer, shape ``(d_out, d_in)``.
@@ -167,9 +234,9 @@ class GraphMuon(Optimizer):
         Returns:
             The hook handle.
         """
-        label = name or self.param_name(weight)
         if not isinstance(weight, Tensor):
-            raise TypeError(f"weight {label!r} must be a torch.Tensor, got {type(weight).__name__}")
+            raise TypeError(f"weight must be a torch.Tensor, got {type(weight).__name__}")
+        label = name or self.param_name(weight)
         if weight.ndim != 2:
             raise ValueError(f"registered parameter {label!r} must be a 2-D matrix, got shape {tuple(weight.shape)}")
         if not isinstance(module, nn.Module):
@@ -180,31 +247,50 @@ class GraphMuon(Optimizer):
         if not callable(capture):
             raise TypeError(f"capture for {label!r} must be callable, got {type(capture).__name__}")
         self._names[weight] = label
+        if weight in self._hooks:
+            self._hooks.pop(weight).remove()
+        acc = accumulation_dtype(weight.dtype)
 
         def hook(mod, args, kwargs):
-            if not (mod.training and torch.is_grad_enabled()):
-                return None  # evaluation passes do not move Σ
+            if not (mod.training and torch.is_grad_enabled()) or not self._capture_due(weight):
+                return None  # evaluation passes, and steps between refreshes, do not move Σ
             with torch.no_grad():
                 x = capture(mod, args, kwargs)
                 if not isinstance(x, Tensor) or x.size(-1) != weight.size(1):
                     got = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
                     raise ValueError(f"capture for {label!r} returned {got}; expected (..., {weight.size(1)})")
-                x = x.reshape(-1, x.size(-1)).float()
+                x = x.reshape(-1, x.size(-1)).to(acc)
+                n = x.size(0)
                 st = self.state[weight]
-                xtx = x.T @ x
+                rows = self._group_of(weight)["cov_rows"]
+                if rows is not None and n > rows:  # a strided row sample, its offset moving with the step
+                    stride = -(-n // rows)
+                    sub = x[int(st.get("step", 0)) % stride::stride]
+                    xtx = (sub.T @ sub) * (n / sub.size(0))
+                else:
+                    xtx = x.T @ x
                 st["pending_xtx"] = st["pending_xtx"] + xtx if "pending_xtx" in st else xtx
-                st["pending_n"] = int(st.get("pending_n", 0)) + x.size(0)
+                st["pending_n"] = int(st.get("pending_n", 0)) + n
             return None
 
         handle = module.register_forward_pre_hook(hook, with_kwargs=True)
-        self._hooks.append(handle)
+        self._hooks[weight] = handle
         return handle
 
     def remove_hooks(self) -> None:
-        """Remove every capture hook this optimizer registered."""
-        for h in self._hooks:
+        """Remove every capture hook this optimizer registered (the weights stay registered)."""
+        for h in self._hooks.values():
             h.remove()
         self._hooks.clear()
+
+    def load_state_dict(self, state_dict) -> None:
+        """As :meth:`torch.optim.Optimizer.load_state_dict`; Σ and Σ^(-1/2) keep their accumulation dtype."""
+        super().load_state_dict(state_dict)
+        for p, st in self.state.items():
+            acc = accumulation_dtype(p.dtype)
+            for key in ("sigma", "inv_sqrt", "pending_xtx"):
+                if isinstance(st.get(key), Tensor):
+                    st[key] = st[key].to(acc)
 
     # the update -----------------------------------------------------------------------------
 
@@ -216,7 +302,13 @@ class GraphMuon(Optimizer):
             st["pending_n"] = 0
             if not torch.isfinite(batch).all():
                 raise ValueError(f"non-finite propagated input captured for parameter {self.param_name(p)!r}")
-            st["sigma"] = batch if "sigma" not in st else st["sigma"].lerp_(batch, 1 - group["cov_beta"])
+            step = int(st.get("step", 0))
+            if "sigma" not in st:
+                st["sigma"] = batch
+            else:  # β per step: a refresh after k steps weighs the new batch by 1 − β^k
+                k = max(1, step - int(st.get("sigma_step", step - 1)))
+                st["sigma"] = st["sigma"].lerp_(batch.to(st["sigma"].dtype), 1 - group["cov_beta"] ** k)
+            st["sigma_step"] = step
         if "sigma" not in st:
             raise ValueError(f"parameter {self.param_name(p)!r} is a GraphMuon weight without a propagated-input "
                              "capture: call graphmuon.attach(model, optimizer) or optimizer.register(...) and run a "
@@ -226,10 +318,10 @@ class GraphMuon(Optimizer):
     def _graph_step(self, p: Tensor, group: dict) -> None:
         g = p.grad
         st = self.state[p]
-        sigma = self._covariance(p, group)
         if "momentum_buffer" not in st:
             st["momentum_buffer"] = torch.zeros_like(g, memory_format=torch.preserve_format)
             st["step"] = 0
+        sigma = self._covariance(p, group)
         buf = st["momentum_buffer"]
         buf.lerp_(g, 1 - group["momentum"])
         m = g.lerp(buf, group["momentum"]) if group["nesterov"] else buf
@@ -278,6 +370,14 @@ class GraphMuon(Optimizer):
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
+        if not self._names and self.unregistered != "ignore" and any(
+                g["use_graphmuon"] is None for g in self.param_groups):
+            msg = ("GraphMuon.step() with no graph weight registered: every parameter gets plain AdamW. Call "
+                   "graphmuon.attach(model, optimizer) (or optimizer.register(...)) before training, or pass "
+                   "unregistered='warn'/'ignore' (or use_graphmuon=False) if AdamW-only is intended")
+            if self.unregistered == "raise":
+                raise RuntimeError(msg)
+            warnings.warn(msg, RuntimeWarning, stacklevel=2)
         for group in self.param_groups:
             use = group["use_graphmuon"]
             aux = []
