@@ -5,11 +5,19 @@
 - :func:`identity_graph`: the same nodes with no edges (GCN/SGC then reduce to an MLP): the null regime.
 - :func:`graph_classification`: networkx graphs from four generators (SBM, Erdős–Rényi,
   Watts–Strogatz, Barabási–Albert) of similar size and mean degree; the label is the generator.
+
+A user's graphs, by path:
+
+- :func:`load_planetoid`: the Planetoid raw files (``ind.<name>.{x,tx,allx,y,ty,ally,graph,test.index}``,
+  the Cora/CiteSeer/PubMed format) through PyG's own reader, offline, with the standard split.
+- :func:`load_edge_list`: an edge-list file, a labels file and (optionally) a features file.
 """
 
 from __future__ import annotations
 
+import logging
 import warnings
+from pathlib import Path
 
 import networkx as nx
 import numpy as np
@@ -17,6 +25,8 @@ import torch
 from torch_geometric.data import Batch, Data
 from torch_geometric.transforms import ToSparseTensor
 from torch_geometric.utils import stochastic_blockmodel_graph, to_undirected
+
+log = logging.getLogger(__name__)
 
 
 def _masks(n: int, rng: np.random.Generator, train: float, val: float) -> tuple[torch.Tensor, ...]:
@@ -123,3 +133,148 @@ def graph_classification(seed: int, *, graphs: int = 1000, min_nodes: int = 20, 
     tr, va, te = _masks(graphs, rng, train, val)
     batch.train_mask, batch.val_mask, batch.test_mask = tr, va, te
     return batch
+
+
+PLANETOID_FILES = ("x", "tx", "allx", "y", "ty", "ally", "graph", "test.index")
+
+
+def _planetoid_folder(root: Path, name: str | None) -> tuple[Path, str]:
+    folders = [root, root / "raw"]
+    if name:
+        folders += [root / name / "raw", root / name]
+    for folder in folders:
+        if not folder.is_dir():
+            continue
+        prefixes = sorted(f.name[len("ind."):-len(".x")] for f in folder.glob("ind.*.x"))
+        if name:
+            prefixes = [p for p in prefixes if p == name.lower()]
+        if len(prefixes) == 1:
+            return folder, prefixes[0]
+        if len(prefixes) > 1:
+            raise ValueError(f"{folder} holds several Planetoid data sets {prefixes}: pass data.name=")
+    raise FileNotFoundError(f"no Planetoid raw files (ind.<name>.x, ...) under {root} (looked in "
+                            f"{', '.join(str(f) for f in folders)})")
+
+
+def load_planetoid(root, name: str | None = None) -> Data:
+    """A Planetoid data set (Cora, CiteSeer, PubMed format) read from its raw files, offline.
+
+    Args:
+        root: the folder holding ``ind.<name>.x`` ... ``ind.<name>.test.index`` (or its ``raw/``
+            sub-folder, or ``<root>/<name>/raw`` as PyG's ``Planetoid(root, name)`` lays them out).
+        name: the data set's prefix (``"cora"``; default: the only one in the folder).
+
+    Returns:
+        A ``Data`` with ``x``, ``edge_index``, ``y`` and the standard public split masks
+        (PyG's ``read_planetoid_data``). The raw files are Python pickles (the format's own): read
+        only files you trust.
+    """
+    from torch_geometric.io import read_planetoid_data
+
+    root = Path(root).expanduser()
+    folder, prefix = _planetoid_folder(root, name)
+    missing = [f"ind.{prefix}.{n}" for n in PLANETOID_FILES if not (folder / f"ind.{prefix}.{n}").is_file()]
+    if missing:
+        raise FileNotFoundError(f"Planetoid files missing in {folder}: {missing}")
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=DeprecationWarning)
+        data = read_planetoid_data(str(folder), prefix)
+    if not torch.isfinite(data.x).all():
+        raise ValueError(f"Planetoid features in {folder} contain NaN or inf")
+    return data
+
+
+def _rows(path: Path, what: str):
+    """``(line number, fields)`` of a whitespace- or comma-separated file; ``#`` starts a comment."""
+    if not path.is_file():
+        raise FileNotFoundError(f"{what} file not found: {path}")
+    with open(path, encoding="utf-8") as f:
+        for i, line in enumerate(f, 1):
+            line = line.split("#", 1)[0].replace(",", " ").strip()
+            if line:
+                yield i, line.split()
+
+
+def _report_bad(bad: list[int], path: Path, what: str) -> None:
+    if bad:
+        shown = ", ".join(map(str, bad[:10])) + (" ..." if len(bad) > 10 else "")
+        log.warning("%s %s: skipped %d bad row(s), line(s) %s", what, path, len(bad), shown)
+        warnings.warn(f"{what} {path}: skipped {len(bad)} bad row(s) (lines {shown})", stacklevel=3)
+
+
+def load_edge_list(edges, labels, features=None, *, seed: int = 0, train: float = 0.5, val: float = 0.25,
+                   undirected: bool = True) -> Data:
+    """A node-classification graph from plain text files.
+
+    Args:
+        edges: one edge per line, ``src dst`` (node ids: any tokens; whitespace or commas).
+        labels: one node per line, ``node label`` (labels: any tokens, mapped to 0..C−1 in sorted order).
+            Only labelled nodes are kept; edges to unknown nodes are dropped and counted.
+        features: optional, ``node f1 f2 ...`` per line (the same number of values on every row); without
+            it every node gets the constant feature 1 and the graph alone carries the signal.
+        seed, train, val: the random split of the labelled nodes.
+        undirected: add the reverse of every edge (default True).
+
+    Bad rows (wrong field count, non-numeric features, NaN/inf, duplicate nodes) are skipped, counted
+    and reported with their line numbers in a warning.
+    """
+    edges, labels = Path(edges).expanduser(), Path(labels).expanduser()
+    bad: list[int] = []
+    label_of: dict[str, str] = {}
+    for i, f in _rows(labels, "labels"):
+        if len(f) != 2 or f[0] in label_of:
+            bad.append(i)
+            continue
+        label_of[f[0]] = f[1]
+    _report_bad(bad, labels, "labels")
+    if len(label_of) < 2:
+        raise ValueError(f"labels file {labels} has fewer than 2 labelled nodes")
+    nodes = sorted(label_of)
+    index = {v: i for i, v in enumerate(nodes)}
+    classes = sorted(set(label_of.values()))
+    if len(classes) < 2:
+        raise ValueError(f"labels file {labels} has a single class {classes}")
+    cls_index = {c: i for i, c in enumerate(classes)}
+    y = torch.tensor([cls_index[label_of[v]] for v in nodes])
+    bad, src, dst, unknown = [], [], [], 0
+    for i, f in _rows(edges, "edges"):
+        if len(f) != 2:
+            bad.append(i)
+            continue
+        if f[0] not in index or f[1] not in index:
+            unknown += 1
+            continue
+        src.append(index[f[0]])
+        dst.append(index[f[1]])
+    _report_bad(bad, edges, "edges")
+    if unknown:
+        log.warning("edges %s: dropped %d edge(s) with an unlabelled endpoint", edges, unknown)
+    if not src:
+        raise ValueError(f"edges file {edges} has no edge between labelled nodes")
+    edge_index = torch.tensor([src, dst], dtype=torch.long)
+    n = len(nodes)
+    edge_index = to_undirected(edge_index, num_nodes=n) if undirected else edge_index
+    if features is None:
+        x = torch.ones(n, 1)
+    else:
+        features = Path(features).expanduser()
+        bad, rows, width = [], {}, None
+        for i, f in _rows(features, "features"):
+            try:
+                vals = [float(v) for v in f[1:]]
+            except ValueError:
+                bad.append(i)
+                continue
+            if not vals or (width is not None and len(vals) != width) or f[0] in rows or not np.isfinite(vals).all():
+                bad.append(i)
+                continue
+            width = len(vals)
+            rows[f[0]] = vals
+        _report_bad(bad, features, "features")
+        missing = [v for v in nodes if v not in rows]
+        if missing:
+            raise ValueError(f"features file {features} has no (valid) row for {len(missing)} labelled node(s), "
+                             f"e.g. {missing[:5]}")
+        x = torch.tensor([rows[v] for v in nodes], dtype=torch.float32)
+    tr, va, te = _masks(n, np.random.default_rng(seed), train, val)
+    return Data(x=x, edge_index=edge_index, y=y, train_mask=tr, val_mask=va, test_mask=te)

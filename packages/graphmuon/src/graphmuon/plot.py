@@ -67,3 +67,19 @@ def plot_curves(curves: dict, targets: dict, path):
     axes.flat[0].set_ylabel("validation accuracy")
     axes.flat[0].legend()
     return savefig(fig, path)
+
+
+def plot_windows(table: dict, path):
+    """Stable-LR window per regime: how many grid points reached the target (median over tuning seeds)."""
+    plt = use_style()
+    names = list(table)
+    fig, ax = plt.subplots(figsize=(max(5.0, 0.8 * len(names)), 3.6))
+    x = np.arange(len(names))
+    for i, opt in enumerate(("adamw", "muon", "graphmuon")):
+        vals = [float(np.median([len(w) for w in table[n][opt]["window"].values()])) if opt in table[n] else math.nan
+                for n in names]
+        ax.bar(x + (i - 1) * 0.27, vals, 0.27, label=opt, color=COLORS[opt])
+    ax.set_xticks(x, names, rotation=30, ha="right")
+    ax.set_ylabel("grid points reaching the target")
+    ax.legend()
+    return savefig(fig, path)

@@ -25,15 +25,26 @@ def _accuracy(logits: torch.Tensor, y: torch.Tensor, mask: torch.Tensor) -> floa
 
 
 def train(model: nn.Module, data, make_optimizers: Callable[[nn.Module], list], *, steps: int,
-          diag_every: int = 0) -> dict:
-    """Train ``model`` on ``data`` (node or graph classification, masks on ``data``) for ``steps`` steps.
+          target: float | None = None, patience: int | None = None, diag_every: int = 0) -> dict:
+    """Train ``model`` on ``data`` (node or graph classification, masks on ``data``) for at most ``steps`` steps.
+
+    Stopping: with ``target`` and no ``patience`` the run stops at the first step whose validation
+    accuracy reaches ``target`` (a time-to-target run); with ``patience`` it stops once the
+    validation accuracy has not improved for ``patience`` steps (early stopping; the target, if
+    given, is still timed); otherwise it runs all ``steps``. ``steps`` is the declared cap: a run
+    that has not reached the target by then *missed* it (``steps_to_target``/``time_to_target``
+    ``None``: censored by the caller, never imputed).
 
     Returns per-step curves: ``val``/``test`` accuracy after each step, ``clock`` (cumulative timed
-    seconds), ``step_time``, ``loss``, and ``amp`` (``{weight name: [amplification, ...]}`` every
-    ``diag_every`` steps; 0 = off). A non-finite loss stops the run (``diverged=True``).
+    seconds), ``step_time``, ``loss``; ``steps_to_target``, ``time_to_target``, ``best_val``,
+    ``test_at_best`` (test accuracy at the best validation step), and ``amp``
+    (``{weight name: [amplification, ...]}`` every ``diag_every`` steps; 0 = off). A non-finite loss
+    or gradient stops the run (``diverged=True``).
     """
-    if steps < 1:
-        raise ValueError(f"steps must be >= 1, got {steps}")
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"steps must be an int >= 1, got {steps!r}")
+    if patience is not None and (isinstance(patience, bool) or not isinstance(patience, int) or patience < 1):
+        raise ValueError(f"patience must be None or an int >= 1, got {patience!r}")
     opts = make_optimizers(model)
     recorder = Recorder(model) if diag_every else None
     names = [n for n, *_ in recorder.weights] if recorder else []
@@ -42,6 +53,8 @@ def train(model: nn.Module, data, make_optimizers: Callable[[nn.Module], list], 
     y, tr = data.y, data.train_mask
     curves = {"val": [], "test": [], "clock": [], "step_time": [], "loss": []}
     clock, diverged = 0.0, False
+    hit = None
+    best, best_at = -math.inf, -1
     for step in range(steps):
         diag = bool(diag_every) and step % diag_every == 0
         if diag:  # untimed: the propagated inputs and weights before this step
@@ -77,29 +90,34 @@ def train(model: nn.Module, data, make_optimizers: Callable[[nn.Module], list], 
         if not torch.isfinite(logits).all():
             diverged = True
             break
-        curves["val"].append(_accuracy(logits, y, data.val_mask))
+        v = _accuracy(logits, y, data.val_mask)
+        curves["val"].append(v)
         curves["test"].append(_accuracy(logits, y, data.test_mask))
         curves["clock"].append(clock)
         curves["step_time"].append(dt)
         curves["loss"].append(float(loss.detach()))
+        if v > best:
+            best, best_at = v, step
+        if target is not None and hit is None and v >= target:
+            hit = step
+            if patience is None:
+                break
+        if patience is not None and step - best_at >= patience:
+            break
     if recorder:
         recorder.remove()
     for o in opts:
         if hasattr(o, "remove_hooks"):
             o.remove_hooks()
-    return {**curves, "amp": amp, "diverged": diverged, "steps": steps}
+    return {**curves, "amp": amp, "diverged": diverged, "steps": len(curves["val"]), "cap": steps,
+            "steps_to_target": None if hit is None else hit + 1,
+            "time_to_target": None if hit is None else curves["clock"][hit],
+            "best_val": best if best_at >= 0 else 0.0,
+            "test_at_best": curves["test"][best_at] if best_at >= 0 else 0.0}
 
 
 def best_val(run: dict) -> float:
     return max(run["val"]) if run["val"] else 0.0
-
-
-def to_target(run: dict, target: float) -> tuple[float, float]:
-    """``(steps, seconds)`` to the first step whose validation accuracy reaches ``target`` (inf if never)."""
-    for i, v in enumerate(run["val"]):
-        if v >= target:
-            return float(i + 1), float(run["clock"][i])
-    return math.inf, math.inf
 
 
 def median_amp(run: dict) -> float:
