@@ -52,12 +52,13 @@ def plot_diagnosis(rows, path):
     ax.set_title("per state and cell")
     ax.legend(fontsize=7)
     ax = axes[1]
+    labels = list(dict.fromkeys(r["reward_pair_visits"] for r in rows if r["part"] == "by_reward_visits"))
     for beh in behaviours:
         sel = [r for r in rows if r["part"] == "by_reward_visits" and r["behaviour"] == beh and r["n_datasets"] > 0]
-        x = range(len(sel))
+        x = [labels.index(r["reward_pair_visits"]) for r in sel]
         ax.plot(x, [r["model_percentile"] for r in sel], marker="o", color=colours[beh], label=beh)
         ax.plot(x, [r["clt"] for r in sel], marker="x", ls="--", color=colours[beh])
-        ax.set_xticks(list(x), [r["reward_pair_visits"] for r in sel])
+    ax.set_xticks(range(len(labels)), labels)
     ax.axhline(0.95, color="k", ls="--", lw=0.8)
     ax.set_xlabel("visits of the rewarding pair (last cell, right) in the data set")
     ax.set_ylabel("coverage of V, Q at 95%")
