@@ -49,7 +49,7 @@ def test_fit_verb_writes_the_users_intervals(tmp_path, monkeypatch):
     from cmcboot.cli import main
 
     P, R = riverswim(5)
-    d = simulate_datasets(P, riverswim_behaviours(5)["history"], n_datasets=1, n_episodes=1, length=600,
+    d = simulate_datasets(P, riverswim_behaviours(5)["history"], n_datasets=1, n_episodes=1, length=300,
                           initial=np.eye(5)[0], rng=np.random.default_rng(3))[0, 0]
     rewards = R[d[:, 0], d[:, 1]]
     path = tmp_path / "traj.csv"
@@ -58,20 +58,20 @@ def test_fit_verb_writes_the_users_intervals(tmp_path, monkeypatch):
         w.writerow(["obs", "act", "next_obs", "r"])
         for s, a, s2, r in zip(d[:, 0], d[:, 1], d[:, 2], rewards):
             w.writerow([s, a, s2, r])
-        w.writerow([1, "left", 0, 0])                      # a bad last row: skipped and counted (line 602)
+        w.writerow([1, "left", 0, 0])                      # a bad last row: skipped and counted (line 302)
     run_dir = tmp_path / "run"
     monkeypatch.setattr("sys.argv", ["cmcboot", "fit", f"data.path={path}", "data.columns.state=obs",
                                      "data.columns.action=act", "data.columns.next_state=next_obs",
-                                     "data.columns.reward=r", "n_states=7", "n_actions=2", "n_boot=60", "seed=4",
+                                     "data.columns.reward=r", "n_states=7", "n_actions=2", "n_boot=30", "seed=4",
                                      "targets=[V,Q]", "policy=[1,1,1,1,1,1,1]", f"hydra.run.dir={run_dir}"])
     main()
     doc = load_results(run_dir / "results.json")
-    assert doc["experiment"] == "fit" and doc["extra"]["data"]["skipped"][0]["line"] == 602
+    assert doc["experiment"] == "fit" and doc["extra"]["data"]["skipped"][0]["line"] == 302
     assert doc["extra"]["unreached_states"] == [5, 6] and doc["extra"]["n_states_inferred"] is False
     rows = list(csv.DictReader((run_dir / "intervals.csv").open()))
     assert len(rows) == 7 + 14
     traj = np.column_stack([d, rewards]).astype(float)
-    mb = ModelBootstrap(n_boot=60, seed=4, n_states=7, n_actions=2).fit(traj)
+    mb = ModelBootstrap(n_boot=30, seed=4, n_states=7, n_actions=2).fit(traj)
     with pytest.warns(UserWarning, match="unvisited"):
         lo, hi = mb.interval("V", policy=np.ones(7, dtype=int), gamma=0.9)
     v = [r for r in rows if r["target"] == "V"]
