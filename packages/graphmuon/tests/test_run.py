@@ -51,6 +51,13 @@ def test_time_claim_needs_a_target_that_takes_adamw_many_steps():
     assert c.verdict == "inconclusive" and "50 steps" in c.reason
 
 
+def test_adamw_missing_every_seed_meets_the_many_steps_precondition():
+    res = _res([1.0, 1.1, 0.9], [2.0, 2.2, 1.8], name="muon")
+    res["reg"]["runs"]["adamw"] = {s: {"time_to_target": None, "steps_to_target": None} for s in range(3)}
+    c = time_claim("x", "sooner than Muon", res, "reg", "muon", margin=0.0, min_steps=50)
+    assert c.verdict == "supported"
+
+
 def _window_res(gm_counts, muon_counts, muon_low=(5, 5, 5), best=0.9):
     grid = [0.001, 0.003, 0.01, 0.03, 0.1]
 
