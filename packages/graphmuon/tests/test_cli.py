@@ -6,7 +6,7 @@ def test_smoke_cli_writes_results(tmp_path):
     assert doc["package"] == "graphmuon"
     assert doc["experiment"] == "smoke"
     ids = {c["id"] for c in doc["claims"]}
-    assert {"step_cost_h16", "step_cost_h32", "speedup_vs_muon_deep_K16", "speedup_vs_adamw_deep_K16",
+    assert {"step_cost_h16", "speedup_vs_muon_deep_K16", "speedup_vs_adamw_deep_K16",
             "muon_window_narrows_with_K", "graphmuon_window_wider_deep_K16", "competitive_accuracy"} <= ids
     checks = {c["id"]: c["verdict"] for c in doc["checks"]}
     assert set(checks) == {"muon_amplification", "graphmuon_mitigates", "recovers_muon"}
