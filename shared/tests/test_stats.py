@@ -124,3 +124,12 @@ def test_metric_wrappers():
     x = np.array([1.0, 10.0, 100.0])
     slope, se = loglog_slope(x, 3 * x**-0.5)
     assert slope == pytest.approx(-0.5) and se == pytest.approx(0.0, abs=1e-12)
+
+
+def test_censored_median_among_misses_is_nan_as_documented():
+    from paperworks.stats import censored_summary
+
+    most_missed = censored_summary([None, None, 5.0])
+    assert np.isnan(most_missed.value) and most_missed.n_censored == 2
+    assert np.isnan(censored_summary([None, None, None]).value)
+    assert censored_summary([1.0, 2.0, None]).value == 2.0

@@ -314,9 +314,11 @@ def censored_summary(values: Sequence[float | None], level: float = 0.95, *, bud
     Returns:
         An :class:`Estimate` of the median with a distribution-free (order-statistic) interval.
         Every miss lies beyond every hit (all runs share the budget), so sorting misses last is
-        exact; the median or the interval's upper end is ``inf`` when it falls among the misses.
-        ``n_censored`` counts the misses; a rule treats an estimate whose runs mostly missed as
-        inconclusive. Nothing is imputed.
+        exact. When the median falls among the misses its value is unknown and reported as
+        ``nan`` (not ``inf``: it is beyond the budget, by how much is not measured), so test
+        "needs at least k" as ``2 * est.n_censored > est.n or est.value >= k``; the interval's upper
+        end is ``inf`` when it falls among the misses. ``n_censored`` counts the misses; a rule
+        treats an estimate whose runs mostly missed as inconclusive. Nothing is imputed.
     """
     _check_level(level)
     if isinstance(values, (str, bytes)):
