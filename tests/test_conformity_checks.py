@@ -18,12 +18,12 @@ def pkg_copy(tmp_path):
 def test_deptry_catches_test_only_and_undeclared_imports(pkg_copy):
     assert conformity.check_dependencies(pkg_copy) == []
     with open(pkg_copy / "src" / "robustpredict" / "run.py", "a") as f:
-        f.write("\nimport pytest  # noqa\nimport pandas  # noqa\n")
+        f.write("\nimport pytest  # noqa\nimport networkx  # noqa\n")
     with open(pkg_copy / "tests" / "test_cli.py", "a") as f:
         f.write("\nimport statsmodels  # noqa\n")
     found = "\n".join(conformity.check_dependencies(pkg_copy))
     assert "src: DEP004 'pytest'" in found  # the [test] extra is not a runtime dependency
-    assert "src: DEP003 'pandas'" in found  # installed, but not declared
+    assert "src: DEP003 'networkx'" in found  # installed, but not declared
     assert "tests: DEP003 'statsmodels'" in found
 
 
