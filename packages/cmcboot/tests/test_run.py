@@ -1,20 +1,13 @@
-import sys
-
 from cmcboot.run import run
 
-from paperworks.hydra_glue import compose, execute
+from paperworks.hydra_glue import compose
+from paperworks.testing import smoke_without_matplotlib
 
 
 def test_smoke_without_matplotlib_writes_results_and_no_plots(tmp_path, monkeypatch):
-    for name in list(sys.modules):
-        if name == "cmcboot.plot" or name == "matplotlib" or name.startswith("matplotlib."):
-            monkeypatch.delitem(sys.modules, name)
-    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
-    cfg = compose("cmcboot", ["experiment=smoke", "datasets_per_seed=4", "n_boot=30",
-                              "claim_resamples=50"])
-    doc = execute("cmcboot", run, cfg, tmp_path)
-    assert (tmp_path / "results.json").exists()
-    assert not list(tmp_path.glob("*.png"))
+    doc = smoke_without_matplotlib("cmcboot", run, monkeypatch, tmp_path,
+                                   overrides=("experiment=smoke", "datasets_per_seed=4", "n_boot=30",
+                                              "claim_resamples=50"))
     assert len(doc["claims"]) == 13
 
 

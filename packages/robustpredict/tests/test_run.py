@@ -1,5 +1,3 @@
-import sys
-
 import numpy as np
 import pytest
 from robustpredict import HouseFlipping, PostedPricing, SkiRental
@@ -7,20 +5,16 @@ from robustpredict.data import MeanFunction
 from robustpredict.run import ftp_limit, run
 
 from paperworks import Claim
-from paperworks.hydra_glue import compose, execute
+from paperworks.hydra_glue import compose
+from paperworks.testing import smoke_without_matplotlib
 
 # smaller test sets than smoke's: these in-process runs check the plumbing, the CLI test runs smoke itself
 FAST = ["controlled.n_test=2000", "learned.n_test=2000"]
 
 
 def test_smoke_without_matplotlib_writes_results_and_no_plots(tmp_path, monkeypatch):
-    for name in list(sys.modules):
-        if name == "robustpredict.plot" or name == "matplotlib" or name.startswith("matplotlib."):
-            monkeypatch.delitem(sys.modules, name)
-    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
-    doc = execute("robustpredict", run, compose("robustpredict", ["experiment=smoke", "seeds=2", *FAST]), tmp_path)
-    assert (tmp_path / "results.json").exists()
-    assert not list(tmp_path.glob("*.png"))
+    doc = smoke_without_matplotlib("robustpredict", run, monkeypatch, tmp_path,
+                                   overrides=("experiment=smoke", "seeds=2", *FAST))
     assert "robust_rate_pricing_gaussian" in {c["id"] for c in doc["claims"]}
 
 
