@@ -15,36 +15,35 @@ def _ratio(a, b) -> float:
     return a / b if a is not None and b is not None else math.nan  # None: no seed reached the target
 
 
-def plot_speedups(table: dict, path):
-    """Time-to-target speedup over AdamW per regime (Muon and GraphMuon; medians over seeds that reached it)."""
+def _bars(table: dict, value, opts, ylabel: str):
+    """Grouped bars, one group per regime and one bar per optimizer; ``value(row, opt)`` (nan if absent)."""
     plt = use_style()
     names = list(table)
     fig, ax = plt.subplots(figsize=(max(5.0, 0.8 * len(names)), 3.6))
     x = np.arange(len(names))
-    for i, opt in enumerate(("muon", "graphmuon")):
-        vals = [_ratio(table[n]["adamw"]["time_to_target"], table[n][opt]["time_to_target"]) if opt in table[n]
-                else math.nan for n in names]
-        ax.bar(x + (i - 0.5) * 0.38, vals, 0.38, label=opt, color=COLORS[opt])
+    w = 0.76 / len(opts)
+    for i, opt in enumerate(opts):
+        vals = [value(table[n], opt) if opt in table[n] else math.nan for n in names]
+        ax.bar(x + (i - (len(opts) - 1) / 2) * w, vals, w, label=opt, color=COLORS[opt])
+    ax.set_xticks(x, names, rotation=30, ha="right")
+    ax.set_ylabel(ylabel)
+    return fig, ax
+
+
+def plot_speedups(table: dict, path):
+    """Time-to-target speedup over AdamW per regime (Muon and GraphMuon; medians over seeds that reached it)."""
+    fig, ax = _bars(table, lambda row, opt: _ratio(row["adamw"]["time_to_target"], row[opt]["time_to_target"]),
+                    ("muon", "graphmuon"), "AdamW time-to-target / optimizer's")
     ax.axhline(1.0, color="k", lw=0.8)
     ax.axhline(2.0, color="k", lw=0.8, ls="--", label="2× claim")
-    ax.set_xticks(x, names, rotation=30, ha="right")
-    ax.set_ylabel("AdamW time-to-target / optimizer's")
     ax.legend()
     return savefig(fig, path)
 
 
 def plot_amplification(table: dict, path):
     """Median induced-update amplification per regime and optimizer."""
-    plt = use_style()
-    names = list(table)
-    fig, ax = plt.subplots(figsize=(max(5.0, 0.8 * len(names)), 3.6))
-    x = np.arange(len(names))
-    for i, opt in enumerate(("adamw", "muon", "graphmuon")):
-        vals = [table[n][opt]["amp"] if opt in table[n] and table[n][opt]["amp"] is not None else math.nan
-                for n in names]
-        ax.bar(x + (i - 1) * 0.27, vals, 0.27, label=opt, color=COLORS[opt])
-    ax.set_xticks(x, names, rotation=30, ha="right")
-    ax.set_ylabel("amplification ‖XΔWᵀ‖op / (‖ΔW‖op ‖X‖F/√d)")
+    fig, ax = _bars(table, lambda row, opt: row[opt]["amp"] if row[opt]["amp"] is not None else math.nan,
+                    ("adamw", "muon", "graphmuon"), "amplification ‖XΔWᵀ‖op / (‖ΔW‖op ‖X‖F/√d)")
     ax.legend()
     return savefig(fig, path)
 
@@ -71,15 +70,7 @@ def plot_curves(curves: dict, targets: dict, path):
 
 def plot_windows(table: dict, path):
     """Stable-LR window per regime: how many grid points reached the target (median over tuning seeds)."""
-    plt = use_style()
-    names = list(table)
-    fig, ax = plt.subplots(figsize=(max(5.0, 0.8 * len(names)), 3.6))
-    x = np.arange(len(names))
-    for i, opt in enumerate(("adamw", "muon", "graphmuon")):
-        vals = [float(np.median([len(w) for w in table[n][opt]["window"].values()])) if opt in table[n] else math.nan
-                for n in names]
-        ax.bar(x + (i - 1) * 0.27, vals, 0.27, label=opt, color=COLORS[opt])
-    ax.set_xticks(x, names, rotation=30, ha="right")
-    ax.set_ylabel("grid points reaching the target")
+    fig, ax = _bars(table, lambda row, opt: float(np.median([len(w) for w in row[opt]["window"].values()])),
+                    ("adamw", "muon", "graphmuon"), "grid points reaching the target")
     ax.legend()
     return savefig(fig, path)
