@@ -61,3 +61,39 @@ def test_import_touches_no_gpu_jax_triton_or_matplotlib():
             "bad = [m for m in ('torch', 'jax', 'triton', 'matplotlib', 'hydra') if m in sys.modules];"
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def _run(code: str) -> str:
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def test_seeding_does_not_import_torch_but_seeds_it_when_imported():
+    # a NumPy-only run never pays torch's import; a later import still draws the seeded stream
+    lazy = _run("import sys; from paperworks import seed_everything; seed_everything(7); seed_everything(11);"
+                "print('torch' in sys.modules); import torch; print(torch.rand(3).tolist());"
+                "print(torch.__spec__.loader.__class__.__name__, [type(f).__name__ for f in sys.meta_path])")
+    eager = _run("import torch; torch.manual_seed(11); print(torch.rand(3).tolist())")
+    unseeded = _run("import torch; print(torch.rand(3).tolist())")
+    imported, draws, tail = lazy.splitlines()
+    assert imported == "False"
+    assert draws == eager  # the latest seed wins
+    assert draws != unseeded
+    assert "SeedingLoader" not in tail and "SeedTorchOnImport" not in tail  # the hook is gone, torch's loader kept
+
+
+def test_lazy_seeding_passes_deterministic():
+    got = _run("from paperworks import seed_everything; seed_everything(3, deterministic=True); import torch;"
+               "print(torch.are_deterministic_algorithms_enabled())")
+    assert got == "True"
+
+
+def test_auto_device_skips_the_torch_import_only_without_a_gpu_driver(monkeypatch):
+    monkeypatch.setattr(device_mod, "_gpu_driver_present", lambda: False)
+    monkeypatch.delitem(sys.modules, "torch")  # as in a NumPy-only process (restored after the test)
+    assert device_mod._cuda_available() is False
+    assert "torch" not in sys.modules
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    monkeypatch.setattr(device_mod, "_gpu_driver_present", lambda: True)
+    assert device_mod._cuda_available() == torch.cuda.is_available()  # with a driver torch is asked
