@@ -97,3 +97,26 @@ def test_auto_device_skips_the_torch_import_only_without_a_gpu_driver(monkeypatc
     monkeypatch.setitem(sys.modules, "torch", torch)
     monkeypatch.setattr(device_mod, "_gpu_driver_present", lambda: True)
     assert device_mod._cuda_available() == torch.cuda.is_available()  # with a driver torch is asked
+
+
+def test_check_int_and_check_float_refuse_coercion_and_name_the_argument():
+    from paperworks import check_float, check_int
+
+    assert check_int(np.int64(3), "n") == 3 and type(check_int(np.int64(3), "n")) is int
+    assert check_int(None, "n", optional=True) is None
+    for bad, err in [(True, TypeError), (4.0, TypeError), ("4", TypeError), (None, TypeError), (0, ValueError)]:
+        with pytest.raises(err, match="n_states"):
+            check_int(bad, "n_states")
+    with pytest.raises(ValueError, match="<= 5"):
+        check_int(6, "k", maximum=5)
+    assert check_float(np.float32(0.5), "alpha") == 0.5 and check_float(np.array(2.0), "x") == 2.0
+    assert check_float(3, "x") == 3.0
+    for bad, err in [(float("nan"), ValueError), (float("inf"), ValueError), ("0.5", TypeError), (False, TypeError),
+                     (np.ones(2), TypeError)]:
+        with pytest.raises(err, match="alpha"):
+            check_float(bad, "alpha")
+    with pytest.raises(ValueError, match="> 0"):
+        check_float(0.0, "alpha", minimum=0, open_minimum=True)
+    assert check_float(0.0, "alpha", minimum=0) == 0.0
+    with pytest.raises(ValueError, match="< 1"):
+        check_float(1.0, "alpha", maximum=1, open_maximum=True)

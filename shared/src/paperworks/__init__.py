@@ -30,7 +30,7 @@ from paperworks.stats import (
     t_ci,
 )
 from paperworks.triton_dispatch import dispatch, triton_enabled
-from paperworks.utils import cache_dir, timer
+from paperworks.utils import cache_dir, check_float, check_int, timer
 
 __all__ = [
     "Claim",
@@ -40,6 +40,8 @@ __all__ = [
     "bootstrap_ci",
     "cache_dir",
     "censored_summary",
+    "check_float",
+    "check_int",
     "compare",
     "dispatch",
     "estimate",
