@@ -39,6 +39,7 @@ from scipy import sparse, stats
 from sklearn.base import BaseEstimator
 
 from cmcboot.mdp import check_gamma, check_policy, check_rewards, greedy, targets, tie_mask
+from paperworks import check_int
 
 UNVISITED = ("uniform", "self")
 REGIMES = ("chain", "episodic")
@@ -76,14 +77,7 @@ def _as_trajectories(trajectories) -> list[np.ndarray]:
 
 def check_size(value, name: str, *, optional: bool = True) -> int | None:
     """A positive integer (``n_states``, ``n_actions``): no strings, floats or bools coerced."""
-    if value is None and optional:
-        return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be a positive integer{' or None' if optional else ''}, "
-                        f"got {value!r} ({type(value).__name__})")
-    if value < 1:
-        raise ValueError(f"{name} must be >= 1, got {value}")
-    return int(value)
+    return check_int(value, name, minimum=1, optional=optional)
 
 
 def check_seed(seed, name: str = "seed"):

@@ -20,6 +20,8 @@ from pathlib import Path
 import networkx as nx
 import numpy as np
 
+from paperworks import check_int
+
 
 @dataclass(frozen=True, eq=False)
 class Graph:
@@ -72,11 +74,7 @@ class Graph:
 
 
 def _check_int(name: str, value, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < low:
-        raise ValueError(f"{name} must be >= {low}, got {value}")
-    return int(value)
+    return check_int(value, name, minimum=low)
 
 
 def from_edge_list(edges, n_nodes: int | None = None, *, name: str = "edge_list") -> Graph:
