@@ -3,15 +3,17 @@ import math
 import pytest
 import torch
 from tikhonovgnn.solve import (
+    bernstein_apply,
+    bernstein_basis_apply,
+    bernstein_dense,
     cg,
     check_graph,
     dense_laplacian,
     normalized_laplacian,
-    poly_apply,
-    poly_dense,
     solve_cg,
     solve_dense,
 )
+from tikhonovgnn.tikhonov import bernstein_reference
 
 
 def _dense_reference_laplacian(ei, n):
@@ -42,14 +44,18 @@ def test_isolated_node_gets_unit_diagonal():
     assert L[2, 2] == 1.0 and L[2, :2].abs().sum() == 0
 
 
-def test_poly_apply_matches_dense_polynomial(gen, connected):
+def test_bernstein_apply_matches_spectral_reference(gen, connected):
     n = 10
     L = _dense_reference_laplacian(connected(n, gen), n)
-    c = torch.randn(4, generator=gen, dtype=torch.float64)
+    theta = torch.rand(5, generator=gen, dtype=torch.float64) * 3
     v = torch.randn(n, 2, generator=gen, dtype=torch.float64)
-    ref = sum(ck * torch.linalg.matrix_power(L, k) for k, ck in enumerate(c))
-    torch.testing.assert_close(poly_apply(L, c, v), ref @ v)
-    torch.testing.assert_close(poly_dense(L, c), ref)
+    lam, U = torch.linalg.eigh(L)
+    ref = (U * bernstein_reference(theta, lam)) @ U.T  # explicit Bernstein sum on the eigenvalues
+    torch.testing.assert_close(bernstein_apply(L, theta, v), ref @ v)
+    torch.testing.assert_close(bernstein_apply(L.to_sparse_csr(), theta, v), ref @ v)
+    torch.testing.assert_close(bernstein_dense(L[None], theta)[0], ref)
+    basis = bernstein_basis_apply(L, 4, v)
+    torch.testing.assert_close(sum(t * b for t, b in zip(theta, basis)), ref @ v)
 
 
 def test_cg_solves_spd_system(gen):
@@ -64,17 +70,15 @@ def test_cg_solves_spd_system(gen):
 def test_dense_and_cg_agree_in_value_and_gradient(gen, connected):
     n = 16
     ei = connected(n, gen)
-    c = torch.tensor([0.2, 0.5, -0.1, 0.3], dtype=torch.float64, requires_grad=True)  # p>0 on [0,2]? checked below
-    lam = torch.linspace(0, 2, 201, dtype=torch.float64)
-    assert (sum(ck * lam**k for k, ck in enumerate(c.detach())) > 0).all()
+    theta = torch.tensor([0.2, 0.5, 0.05, 0.3], dtype=torch.float64, requires_grad=True)
     q = (torch.rand(n, generator=gen, dtype=torch.float64) + 0.5).requires_grad_(True)
     b = torch.randn(n, 2, generator=gen, dtype=torch.float64, requires_grad=True)
     w = torch.randn(n, 2, generator=gen, dtype=torch.float64)
     Ld, mask = dense_laplacian(ei, n, dtype=torch.float64)
-    yd = solve_dense(Ld, mask, c, q[None], b[None])[0]
-    gd = torch.autograd.grad((yd * w).sum(), (b, q, c))
-    yc = solve_cg(normalized_laplacian(ei, n, dtype=torch.float64), c, q, b, tol=1e-13)
-    gc = torch.autograd.grad((yc * w).sum(), (b, q, c))
+    yd = solve_dense(Ld, mask, theta, q[None], b[None])[0]
+    gd = torch.autograd.grad((yd * w).sum(), (b, q, theta))
+    yc = solve_cg(normalized_laplacian(ei, n, dtype=torch.float64), theta, q, b, tol=1e-13)
+    gc = torch.autograd.grad((yc * w).sum(), (b, q, theta))
     torch.testing.assert_close(yc, yd, atol=1e-10, rtol=1e-9)
     for a, d in zip(gc, gd):
         torch.testing.assert_close(a, d, atol=1e-9, rtol=1e-8)
@@ -83,10 +87,11 @@ def test_dense_and_cg_agree_in_value_and_gradient(gen, connected):
 def test_cg_gradcheck_double(gen, connected):
     n = 8
     L = normalized_laplacian(connected(n, gen), n, dtype=torch.float64)
-    c = torch.tensor([0.3, 0.4, 0.2], dtype=torch.float64, requires_grad=True)
+    theta = torch.tensor([0.3, 0.4, 0.2], dtype=torch.float64, requires_grad=True)
     q = (torch.rand(n, generator=gen, dtype=torch.float64) + 0.5).requires_grad_(True)
     b = torch.randn(n, 2, generator=gen, dtype=torch.float64, requires_grad=True)
-    assert torch.autograd.gradcheck(lambda b, q, c: solve_cg(L, c, q, b, tol=1e-14), (b, q, c), eps=1e-6, atol=1e-6)
+    assert torch.autograd.gradcheck(lambda b, q, t: solve_cg(L, t, q, b, tol=1e-14), (b, q, theta), eps=1e-6,
+                                    atol=1e-6)
 
 
 def test_dense_padding_keeps_graphs_independent(gen, connected):
@@ -94,7 +99,7 @@ def test_dense_padding_keeps_graphs_independent(gen, connected):
     e1, e2 = connected(5, gen), connected(9, gen)
     ei = torch.cat([e1, e2 + 5], 1)
     batch = torch.tensor([0] * 5 + [1] * 9)
-    c = torch.tensor([0.1, 1.0], dtype=torch.float64)
+    c = torch.tensor([0.1, 2.1], dtype=torch.float64)  # p(λ) = 0.1 + λ in the Bernstein basis
     q = torch.rand(14, generator=gen, dtype=torch.float64) + 0.5
     b = torch.randn(14, 1, generator=gen, dtype=torch.float64)
     L, mask = dense_laplacian(ei, 14, batch, dtype=torch.float64)

@@ -10,6 +10,7 @@ from tikhonovgnn import (
     tikhonov_objective,
 )
 from tikhonovgnn.solve import dense_laplacian, normalized_laplacian, solve_cg, solve_dense
+from tikhonovgnn.tikhonov import bernstein_reference
 from torch_geometric.data import Batch, Data
 from torch_geometric.nn import APPNP
 
@@ -28,7 +29,7 @@ def test_objective_gradient_vanishes_at_layer_output(graph):
     q = layer.importance(x, ei)
     y = layer.propagate(x, ei, q).detach().requires_grad_(True)
     L = normalized_laplacian(ei, x.size(0), dtype=torch.float64)
-    c = layer.poly.monomial(torch.float64).detach()
+    c = layer.poly.theta.detach()
     (g,) = torch.autograd.grad(tikhonov_objective(y, x, L, q.detach(), c), y)
     assert g.norm() < 1e-10 * (q[:, None] * x).norm()
     # and it is a minimum: any perturbation increases the objective
@@ -41,7 +42,7 @@ def test_R_is_dense_for_connected_and_block_diagonal_for_disconnected(gen, conne
     ei = connected(n, gen)
     L = dense_laplacian(ei, n, dtype=torch.float64)[0][0]
     q = torch.rand(n, generator=gen, dtype=torch.float64) + 0.1
-    c = torch.tensor([0.1, 1.0], dtype=torch.float64)
+    c = torch.tensor([0.1, 2.1], dtype=torch.float64)  # Bernstein coefficients of p(λ) = 0.1 + λ
     R = propagation_matrix(L, q, c)
     assert (R.abs() > 0).all()
     assert (R > -1e-12).all()  # for p(L) = c0 + c1 L, R is an M-matrix inverse times Q: entrywise >= 0
@@ -64,6 +65,7 @@ def test_bernstein_polynomial_is_nonnegative_and_matches_monomial_form():
         assert (vals >= 0).all()
         c = p.monomial(torch.float64)
         torch.testing.assert_close(sum(ck * lam**k for k, ck in enumerate(c)), vals, atol=1e-9, rtol=1e-9)
+        torch.testing.assert_close(bernstein_reference(p.theta, lam), vals, atol=1e-12, rtol=1e-12)
         torch.testing.assert_close(vals[0], p.theta[0])
         torch.testing.assert_close(vals[-1], p.theta[-1])
 
@@ -117,7 +119,7 @@ def test_special_case_equals_appnp_closed_form(gen, connected):
     cval, qval = 1.5, 0.5
     alpha = qval / (qval + cval)
     ref = APPNP(K=300, alpha=alpha, add_self_loops=False, normalize=True).double()(x, ei)
-    c = torch.tensor([0.0, cval], dtype=torch.float64)
+    c = torch.tensor([0.0, 2 * cval], dtype=torch.float64)  # p(λ) = c λ in the Bernstein basis of degree 1
     q = torch.full((n,), qval, dtype=torch.float64)
     L, mask = dense_laplacian(ei, n, dtype=torch.float64)
     y_dense = solve_dense(L, mask, c, q[None], (q[:, None] * x)[None])[0]
@@ -132,15 +134,19 @@ def test_explanation_recovered_from_operator_and_distinct_explanations_differ(gr
     L = dense_laplacian(ei, n, dtype=torch.float64)[0][0]
     q = torch.rand(n, generator=gen, dtype=torch.float64) + 0.2
     q = q / q.mean()
-    c = torch.tensor([0.3, 0.7, 0.2], dtype=torch.float64)
-    qh, ch, gap = recover_explanation(propagation_matrix(L, q, c), L, 2)
+    c = torch.tensor([0.3, 0.7, 0.2], dtype=torch.float64)  # monomial coefficients here
+
+    def p(lam):
+        return c[0] + c[1] * lam + c[2] * lam**2
+
+    qh, ch, gap = recover_explanation(propagation_matrix(L, q, p), L, 2)
     torch.testing.assert_close(qh, q, atol=1e-8, rtol=1e-8)
     torch.testing.assert_close(ch, c, atol=1e-8, rtol=1e-8)
     assert gap < 1e-6
     q2 = q.clone()
     q2[0] += 0.1
     q2 = q2 / q2.mean()
-    assert (propagation_matrix(L, q2, c) - propagation_matrix(L, q, c)).abs().max() > 1e-4
+    assert (propagation_matrix(L, q2, p) - propagation_matrix(L, q, p)).abs().max() > 1e-4
 
 
 def test_layer_dense_and_cg_agree_in_value_and_parameter_gradients(graph):

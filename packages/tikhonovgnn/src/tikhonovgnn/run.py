@@ -62,18 +62,19 @@ def task_math(cfg, seeds) -> tuple[list, list, dict]:
             with torch.no_grad():
                 layer.poly.raw.copy_(torch.randn(layer.poly.raw.shape, generator=gen, dtype=torch.float64))
             q = layer.importance(x, ei).detach()
-            coeffs = layer.poly.monomial(torch.float64).detach()
+            theta = layer.poly.theta.detach()
+            coeffs = layer.poly.monomial(torch.float64).detach()  # what recover_explanation solves for
             L = dense_laplacian(ei, n, dtype=torch.float64)[0][0]
-            R = propagation_matrix(L, q, coeffs)
+            R = propagation_matrix(L, q, theta)
             y = (R @ x).requires_grad_(True)
-            (grad,) = torch.autograd.grad(tikhonov_objective(y, x, L, q, coeffs), y)
+            (grad,) = torch.autograd.grad(tikhonov_objective(y, x, L, q, theta), y)
             scale = (2 * q[:, None] * x).norm()  # the gradient's size at y = 0
             # the CG path on the same problem
             from tikhonovgnn.solve import normalized_laplacian
 
-            ycg = solve_cg(normalized_laplacian(ei, n, dtype=torch.float64), coeffs, q, q[:, None] * x, tol=1e-12)
+            ycg = solve_cg(normalized_laplacian(ei, n, dtype=torch.float64), theta, q, q[:, None] * x, tol=1e-12)
             qh, ch, gap = recover_explanation(R, L, int(cfg.model.degree))
-            R2 = propagation_matrix(L, 2 * q, 2 * coeffs)  # the gauge (2p, 2Q): same operator
+            R2 = propagation_matrix(L, 2 * q, 2 * theta)  # the gauge (2p, 2Q): same operator
             rows.append({
                 "task": "math", "seed": seed, "graph": i,
                 "grad_rel": float(grad.norm() / scale),
