@@ -48,7 +48,7 @@ def test_split_coverage_against_binomial_bound():
         r = np.random.default_rng([rep, 1])
         Ef, Ec, Et = (sample_residuals("banana", m, 2, r) for m in (60, 60, 1))
         s = MKSScore().fit(Ef)
-        hits += bool(s.score_samples(Et)[0] <= s.calibrate(Ec, alpha))
+        hits += bool(s.nonconformity(Et)[0] <= s.calibrate(Ec, alpha))
     assert binom.cdf(hits, reps, 1 - alpha) > 1e-3, f"{hits}/{reps} covered"
 
 
@@ -60,7 +60,7 @@ def test_same_set_fit_undercovers():
         Ef, Ec, Et = (sample_residuals("banana", m, 2, r) for m in (n, n, 400))
         for s_fit, out in ((Ef, good), (Ec, bad)):
             s = MKSScore().fit(s_fit)
-            out.append(np.mean(s.score_samples(Et) <= s.calibrate(Ec, alpha)))
+            out.append(np.mean(s.nonconformity(Et) <= s.calibrate(Ec, alpha)))
     gap = np.array(good) - np.array(bad)  # paired: the same calibration and test residuals
     assert gap.mean() > 3 * gap.std(ddof=1) / np.sqrt(reps), gap.mean()
     assert np.mean(bad) < 1 - alpha <= np.mean(good) + 2 * np.std(good, ddof=1) / np.sqrt(reps)
@@ -71,14 +71,14 @@ def test_same_set_fit_undercovers():
 def test_regressor_api(estimator, score, rng):
     X, Y = make_regression("mixture", 900, 2, rng)
     params = {"n_neighbors": 30} if score == "local_mahalanobis" else None
-    cp = MultivariateConformalRegressor(estimator, score=score, alpha=0.2, score_params=params, random_state=0)
+    cp = MultivariateConformalRegressor(estimator, nonconformity_score=score, alpha=0.2, score_params=params, random_state=0)
     cp.fit(X, Y)
     Xt, Yt = make_regression("mixture", 300, 2, rng)
     inside = cp.contains(Xt, Yt)
     assert inside.shape == (300,) and inside.dtype == bool
     assert 0.6 < inside.mean() <= 1.0
     assert cp.predict(Xt).shape == (300, 2)
-    s = cp.score_samples(Xt, Yt)
+    s = cp.nonconformity(Xt, Yt)
     assert s.shape[0] == 300
     vol = cp.region_volume(Xt[:4], n_points=4000)
     assert vol.shape == (4,) and np.all(np.isfinite(vol)) and np.all(vol > 0)
@@ -100,28 +100,36 @@ def test_explicit_sets_and_prefit(rng):
 def test_bad_input(rng):
     X, Y = make_regression("banana", 200, 2, rng)
     cp = MultivariateConformalRegressor(Ridge())
-    with pytest.raises(ValueError, match="Y must have shape"):
-        cp.fit(X, Y[:, 0])
+    with pytest.raises(ValueError, match="dim 3"):
+        cp.fit(X, Y[:, :, None])
     with pytest.raises(ValueError, match="same number of rows"):
         cp.fit(X, Y[:-1])
     Yn = Y.copy()
     Yn[3, 1] = np.nan
     with pytest.raises(ValueError, match="Y contains NaN"):
         cp.fit(X, Yn)
-    for a in (0.0, 1.0, 1.5, -0.1):
-        with pytest.raises(ValueError, match="alpha must be in"):
-            MultivariateConformalRegressor(Ridge(), alpha=a).fit(X, Y)
+    for a in (0.0, 1.0, 1.5, -0.1, np.nan):
+        with pytest.raises(ValueError, match="alpha must be"):
+            MultivariateConformalRegressor(Ridge(), alpha=a)
+        with pytest.raises(ValueError, match="alpha must be"):  # set_params bypasses __init__: fit checks
+            MultivariateConformalRegressor(Ridge()).set_params(alpha=a).fit(X, Y)
     with pytest.raises(TypeError, match="alpha"):
-        MultivariateConformalRegressor(Ridge(), alpha="0.1").fit(X, Y)
-    with pytest.raises(ValueError, match=r"needs at least 99 calibration points, got 50"):
+        MultivariateConformalRegressor(Ridge(), alpha="0.1")
+    with pytest.raises(ValueError, match=r"needs at least 99 calibration points, got 50 \(n_samples = 200"):
         MultivariateConformalRegressor(Ridge(), alpha=0.01).fit(X, Y)
-    with pytest.raises(ValueError, match="score must be one of"):
-        MultivariateConformalRegressor(Ridge(), score="oops").fit(X, Y)
+    with pytest.raises(ValueError, match="nonconformity_score must be one of"):
+        MultivariateConformalRegressor(Ridge(), nonconformity_score="oops")
+    with pytest.raises(ValueError, match="nonconformity_score must be one of"):
+        MultivariateConformalRegressor(Ridge()).set_params(nonconformity_score="oops").fit(X, Y)
     with pytest.raises(ValueError, match="both fit_set and calib_set"):
         cp.fit(X, Y, fit_set=(X, Y))
     cp.fit(X, Y)
     with pytest.raises(ValueError, match="2 columns"):
         cp.contains(X, np.c_[Y, Y])
+    with pytest.raises(ValueError, match="X has 2 features, but MultivariateConformalRegressor is expecting 1"):
+        cp.predict(np.c_[X, X])
+    with pytest.raises(ValueError, match="requires y to be passed"):
+        MultivariateConformalRegressor().fit(X, None)
 
 
 def test_unbounded_region_is_flagged_not_small(rng):

@@ -7,6 +7,7 @@ from mkscp.data import sample_residuals
 from mkscp.identities import gp_posterior_variance, mmd_minus_kpca
 from mkscp.kernels import pairwise_kernel
 from scipy.stats import spearmanr
+from sklearn.exceptions import NotFittedError
 
 
 @pytest.fixture
@@ -21,7 +22,7 @@ def test_score_is_centred_gp_posterior_variance(data, kernel):
     E, T = data
     s = MKSScore(kernel=kernel, rank_tol=0.0).fit(E)
     ref = gp_posterior_variance(E, T, kernel=kernel, lengthscale=s.lengthscale_, gamma=s.gamma_)
-    np.testing.assert_allclose(s.score_samples(T), ref, rtol=1e-6, atol=1e-9 * ref.max())
+    np.testing.assert_allclose(s.nonconformity(T), ref, rtol=1e-6, atol=1e-9 * ref.max())
 
 
 def test_score_is_schur_complement_of_joint_covariance(data):
@@ -37,7 +38,7 @@ def test_score_is_schur_complement_of_joint_covariance(data):
         S = Kc[np.ix_(idx, idx)] + np.diag(np.r_[0.0, np.full(n, 0.3)])
         S[0, 0] += 1e-12
         var = 1.0 / np.linalg.inv(S)[0, 0]
-        assert s.score_samples(T[j:j + 1])[0] == pytest.approx(var, rel=1e-6, abs=1e-10)
+        assert s.nonconformity(T[j:j + 1])[0] == pytest.approx(var, rel=1e-6, abs=1e-10)
 
 
 def test_score_is_mmd_minus_kpca(data):
@@ -47,7 +48,7 @@ def test_score_is_mmd_minus_kpca(data):
     dec = s.decompose(T)
     np.testing.assert_allclose(dec["mmd2"], ref["mmd2"], rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(dec["score"], ref["score"], rtol=1e-6, atol=1e-9)
-    np.testing.assert_allclose(dec["score"], s.score_samples(T), rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(dec["score"], s.nonconformity(T), rtol=1e-8, atol=1e-12)
     assert np.all(dec["kpca"] >= 0)
 
 
@@ -57,10 +58,10 @@ def test_linear_kernel_is_regularised_mahalanobis(rng):
     s = MKSScore(kernel="linear", gamma=1e-3, rank_tol=0.0).fit(E)
     D, Dt = E - E.mean(0), T - E.mean(0)
     closed = 1e-3 * np.einsum("ij,jk,ik->i", Dt, np.linalg.inv(D.T @ D + 1e-3 * np.eye(3)), Dt)
-    np.testing.assert_allclose(s.score_samples(T), closed, rtol=1e-6)
-    maha = MahalanobisScore().fit(E).score_samples(T)
-    assert spearmanr(s.score_samples(T), maha).statistic > 0.9999
-    np.testing.assert_array_equal(np.argsort(s.score_samples(T)), np.argsort(maha))
+    np.testing.assert_allclose(s.nonconformity(T), closed, rtol=1e-6)
+    maha = MahalanobisScore().fit(E).nonconformity(T)
+    assert spearmanr(s.nonconformity(T), maha).statistic > 0.9999
+    np.testing.assert_array_equal(np.argsort(s.nonconformity(T)), np.argsort(maha))
 
 
 def test_rank_truncation_error_is_bounded(data):
@@ -69,16 +70,16 @@ def test_rank_truncation_error_is_bounded(data):
     cut = MKSScore(rank_tol=1e-3).fit(E)
     assert cut.rank_ < full.rank_
     mmd2 = full.decompose(T)["mmd2"]
-    assert np.all(np.abs(cut.score_samples(T) - full.score_samples(T)) <= 1e-3 * mmd2 + 1e-12)
+    assert np.all(np.abs(cut.nonconformity(T) - full.nonconformity(T)) <= 1e-3 * mmd2 + 1e-12)
 
 
 @pytest.mark.parametrize("kernel", ["rbf", "matern"])
 def test_limit_at_infinity(data, kernel):
     E, _ = data
     s = MKSScore(kernel=kernel).fit(E)
-    far = s.score_samples(np.full((1, 3), 1e4))[0]
+    far = s.nonconformity(np.full((1, 3), 1e4))[0]
     assert far == pytest.approx(s.limit_at_infinity(), rel=1e-9)
-    assert np.all(s.score_samples(E) < s.limit_at_infinity())
+    assert np.all(s.nonconformity(E) < s.limit_at_infinity())
     assert MKSScore(kernel="linear").fit(E).limit_at_infinity() == np.inf
 
 
@@ -86,7 +87,7 @@ def test_nystrom_with_all_landmarks_is_exact(data):
     E, T = data
     exact = MKSScore(gamma=0.5, rank_tol=0.0).fit(E)
     nys = MKSScore(gamma=0.5, n_components=len(E)).fit(E)
-    np.testing.assert_allclose(nys.score_samples(T), exact.score_samples(T), rtol=1e-5, atol=1e-8)
+    np.testing.assert_allclose(nys.nonconformity(T), exact.nonconformity(T), rtol=1e-5, atol=1e-8)
     assert nys.limit_at_infinity() == pytest.approx(exact.limit_at_infinity(), rel=1e-5)
 
 
@@ -95,14 +96,14 @@ def test_nystrom_ranks_like_exact(rng):
     T = sample_residuals("mixture", 500, 2, rng)
     exact = MKSScore().fit(E)
     nys = MKSScore(n_components=150, gamma=exact.gamma_).fit(E)
-    assert spearmanr(nys.score_samples(T), exact.score_samples(T)).statistic > 0.97
+    assert spearmanr(nys.nonconformity(T), exact.nonconformity(T)).statistic > 0.97
 
 
 def test_translation_invariance(data):
     E, T = data
     shift = np.array([5.0, -3.0, 2.0])
-    a = MKSScore().fit(E).score_samples(T)
-    b = MKSScore().fit(E + shift).score_samples(T + shift)
+    a = MKSScore().fit(E).nonconformity(T)
+    b = MKSScore().fit(E + shift).nonconformity(T + shift)
     np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-12)
 
 
@@ -112,7 +113,7 @@ def test_score_between_zero_and_mmd2(seed, kernel, ls):
     r = np.random.default_rng(seed)
     E, T = r.normal(size=(40, 2)), r.normal(size=(30, 2)) * 2
     s = MKSScore(kernel=kernel, lengthscale=ls, rank_tol=0.0).fit(E)
-    sc, mmd2 = s.score_samples(T), s.decompose(T)["mmd2"]
+    sc, mmd2 = s.nonconformity(T), s.decompose(T)["mmd2"]
     assert np.all(sc >= -1e-10)
     assert np.all(sc <= mmd2 + 1e-10)
 
@@ -127,16 +128,50 @@ def test_bad_input(data):
         MKSScore(lengthscale=0)
     with pytest.raises(ValueError, match="n_components"):
         MKSScore(n_components=0)
-    with pytest.raises(RuntimeError, match="not fitted"):
-        MKSScore().score_samples(E)
+    with pytest.raises(ValueError, match="gamma must be 'auto' or a positive number"):
+        MKSScore(gamma="0.5")
+    with pytest.raises(TypeError, match="n_components"):
+        MKSScore(n_components=2.0)  # no coercion of strings
+    with pytest.raises(NotFittedError):
+        MKSScore().nonconformity(E)
     s = MKSScore().fit(E)
-    with pytest.raises(ValueError, match="3 columns"):
-        s.score_samples(np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="X has 2 features, but MKSScore is expecting 3"):
+        s.nonconformity(np.zeros((2, 2)))
     bad = E.copy()
     bad[0, 0] = np.nan
     with pytest.raises(ValueError, match="NaN"):
         MKSScore().fit(bad)
     with pytest.raises(ValueError, match="identical"):
         MKSScore().fit(np.ones((10, 2)))
-    with pytest.raises(TypeError, match="E must"):
+    with pytest.raises(ValueError):
         MKSScore().fit("abc")
+    with pytest.raises(ValueError, match="1 sample"):
+        MKSScore().fit(E[:1])
+
+
+def test_set_params_is_checked_in_fit(data):
+    E, _ = data
+    s = MKSScore()
+    s.set_params(gamma=-1.0)  # set_params bypasses the constructor: fit checks
+    with pytest.raises(ValueError, match="gamma must be > 0"):
+        s.fit(E)
+    s.set_params(gamma=0.3, n_components=np.int64(50), gamma_quantile=np.float32(0.8))
+    assert s.fit(E).gamma_ == pytest.approx(0.3)
+    with pytest.raises(ValueError, match="rank_tol"):
+        MKSScore().set_params(rank_tol=-1).fit(E)
+
+
+def test_numpy_scalars_are_accepted(data):
+    E, T = data
+    a = MKSScore(lengthscale=np.float32(0.8), gamma=np.float64(0.2), nu=np.float32(1.5), kernel="matern")
+    b = MKSScore(lengthscale=0.8, gamma=0.2, nu=1.5, kernel="matern")
+    np.testing.assert_allclose(a.fit(E).nonconformity(T), b.fit(E).nonconformity(T), rtol=1e-6)
+
+
+def test_score_samples_has_sklearns_sign(data):
+    E, T = data
+    s = MKSScore().fit(E)
+    np.testing.assert_array_equal(s.score_samples(T), -s.nonconformity(T))
+    # higher = more normal: the fit residuals' centre scores above a far point, as in KernelDensity
+    assert s.score_samples(E.mean(0, keepdims=True))[0] > s.score_samples(E.mean(0, keepdims=True) + 10)[0]
+    assert s.n_features_in_ == 3 == s.dim_

@@ -1,28 +1,76 @@
-"""The score interface shared by the MKS and the baselines, input checks and the conformal quantile."""
+"""The score interface shared by the MKS and the baselines, parameter checks and the conformal quantile.
+
+Sign conventions (scikit-learn's): ``nonconformity(E)`` is the paper's score ``s(e)`` (lower = more
+typical; the region is ``{s <= q}``); ``score_samples(E) = -nonconformity(E)`` (higher = more normal,
+as ``KernelDensity.score_samples`` and the outlier detectors' ``score_samples``).
+"""
 
 from __future__ import annotations
 
 import math
+import numbers
 import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 
 class UnboundedRegionWarning(UserWarning):
     """The conformal threshold reaches the score's limit at infinity: the region has infinite volume."""
 
 
+# parameter checks (numpy scalars accepted, bools and strings refused) ------------------------------
+def check_real(name: str, v, *, low=None, high=None, low_open: bool = True, high_open: bool = True) -> float:
+    """``v`` as a finite float in the given range; ``TypeError`` for a non-number (no coercion)."""
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(v).__name__} {v!r}")
+    v = float(v)
+    if not math.isfinite(v):
+        raise ValueError(f"{name} must be finite, got {v}")
+    if low is not None and (v < low or (low_open and v == low)):
+        raise ValueError(f"{name} must be {'>' if low_open else '>='} {low}, got {v}")
+    if high is not None and (v > high or (high_open and v == high)):
+        raise ValueError(f"{name} must be {'<' if high_open else '<='} {high}, got {v}")
+    return v
+
+
+def check_int(name: str, v, *, low=None, allow_none: bool = False):
+    if v is None and allow_none:
+        return None
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+        raise TypeError(f"{name} must be an int{' or None' if allow_none else ''}, got {type(v).__name__} {v!r}")
+    if low is not None and v < low:
+        raise ValueError(f"{name} must be >= {low}, got {v}")
+    return int(v)
+
+
+def check_auto_or_positive(name: str, v):
+    if isinstance(v, str):
+        if v != "auto":
+            raise ValueError(f"{name} must be 'auto' or a positive number, got {v!r}")
+        return v
+    return check_real(name, v, low=0.0)
+
+
+def check_random_state(v):
+    if v is None or isinstance(v, np.random.Generator):
+        return v
+    return check_int("random_state", v, low=0)
+
+
+def check_alpha(alpha) -> float:
+    return check_real("alpha", alpha, low=0.0, high=1.0)
+
+
 def check_residuals(E, name: str = "E", d: int | None = None) -> np.ndarray:
-    """``E`` as a finite float array of shape ``(n, d)`` (a 1-D array is one output)."""
+    """``E`` as a finite float array of shape ``(n, d)`` (for helpers outside an estimator)."""
     if isinstance(E, (str, bytes)) or E is None:
         raise TypeError(f"{name} must be an array of shape (n, d), got {type(E).__name__}")
     try:
         E = np.asarray(E, dtype=float)
     except (TypeError, ValueError) as err:
         raise TypeError(f"{name} must be a numeric array of shape (n, d): {err}") from None
-    if E.ndim == 1:
-        E = E[:, None]
     if E.ndim != 2 or E.shape[0] == 0 or E.shape[1] == 0:
         raise ValueError(f"{name} must have shape (n, d) with n, d >= 1, got {E.shape}")
     if not np.all(np.isfinite(E)):
@@ -30,14 +78,6 @@ def check_residuals(E, name: str = "E", d: int | None = None) -> np.ndarray:
     if d is not None and E.shape[1] != d:
         raise ValueError(f"{name} must have {d} columns (the dimension seen in fit), got {E.shape[1]}")
     return E
-
-
-def check_alpha(alpha) -> float:
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.floating)):
-        raise TypeError(f"alpha must be a float in (0, 1), got {type(alpha).__name__}")
-    if not 0.0 < float(alpha) < 1.0:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
-    return float(alpha)
 
 
 def min_calibration_size(alpha: float) -> int:
@@ -73,22 +113,57 @@ def conformal_quantile(scores, alpha: float) -> float:
 class BaseScore(BaseEstimator):
     """A nonconformity score on residuals ``e = y - f(x)`` (optionally depending on ``x``).
 
-    Subclasses implement ``fit(E, X=None)`` and ``score_samples(E, X=None)``; the prediction
-    region at threshold ``q`` is ``{e : s(e) <= q}``.
+    Subclasses implement ``_check_params()``, ``_fit(E, X)`` and ``_nonconformity(E, X)``. The
+    residuals ``E`` play the role of scikit-learn's ``X`` (``n_features_in_`` = the output
+    dimension ``d``); the regressor's features, which only a local score uses, are the keyword ``X``.
+    The prediction region at threshold ``q`` is ``{e : nonconformity(e) <= q}``.
+
+    Parameters are checked when set in the constructor and again in ``fit`` (``set_params`` and
+    ``GridSearchCV`` bypass the constructor).
     """
 
     local = False  # True when the score depends on x
+    _min_samples = 1
 
-    def _check_fitted(self):
-        if not hasattr(self, "dim_"):
-            raise RuntimeError(f"{type(self).__name__} is not fitted: call fit(E) first")
+    def _check_params(self) -> None:  # pragma: no cover - every subclass overrides
+        pass
 
-    def calibrate(self, E, alpha: float, X=None):
+    def _validate(self, E, *, reset: bool) -> np.ndarray:
+        return validate_data(self, E, reset=reset, dtype=np.float64, ensure_min_samples=self._min_samples if reset
+                             else 1)
+
+    def fit(self, E, y=None, *, X=None):
+        """Fit the score on the fit residuals ``E`` (shape ``(n, d)``).
+
+        Args:
+            E: residuals ``y - f(x)`` of the *fit* split.
+            y: ignored (scikit-learn's signature).
+            X: the features of those rows, shape ``(n, p)``; used by local scores only.
+        """
+        self._check_params()
+        E = self._validate(E, reset=True)
+        return self._fit(E, X)
+
+    def nonconformity(self, E, *, X=None) -> np.ndarray:
+        """The nonconformity ``s(e)`` of each row (lower = more typical), shape ``(m,)``."""
+        check_is_fitted(self)
+        return self._nonconformity(self._validate(E, reset=False), X)
+
+    def score_samples(self, E, *, X=None) -> np.ndarray:
+        """``-nonconformity(E)``: higher = more normal (scikit-learn's sign)."""
+        return -self.nonconformity(E, X=X)
+
+    @property
+    def dim_(self) -> int:
+        check_is_fitted(self)
+        return self.n_features_in_
+
+    def calibrate(self, E, alpha: float, *, X=None):
         """The conformal threshold on the calibration residuals ``E``."""
-        return conformal_quantile(self.score_samples(E, X), alpha)
+        return conformal_quantile(self.nonconformity(E, X=X), alpha)
 
-    def contains(self, E, q, X=None) -> np.ndarray:
-        return self.score_samples(E, X) <= q
+    def contains(self, E, q, *, X=None) -> np.ndarray:
+        return self.nonconformity(E, X=X) <= q
 
     def limit_at_infinity(self, X=None) -> float:
         """``lim s(e)`` as ``|e| -> inf`` (``inf`` for scores that grow without bound)."""

@@ -15,8 +15,17 @@ from scipy.special import gammaln
 from scipy.stats import gaussian_kde
 from sklearn.covariance import EmpiricalCovariance
 from sklearn.neighbors import NearestNeighbors
+from sklearn.utils.validation import check_is_fitted
 
-from mkscp.base import BaseScore, check_alpha, check_residuals, conformal_quantile
+from mkscp.base import (
+    BaseScore,
+    check_alpha,
+    check_auto_or_positive,
+    check_int,
+    check_random_state,
+    check_real,
+    conformal_quantile,
+)
 from mkscp.kernels import auto_lengthscale, check_kernel, kernel_at_zero, kernel_diag, pairwise_kernel
 
 
@@ -27,7 +36,7 @@ def unit_ball_log_volume(d: int) -> float:
 
 def _check_X(X, n: int, name: str = "X") -> np.ndarray:
     if X is None:
-        raise ValueError(f"{name} is required by a local (x-dependent) score")
+        raise ValueError(f"{name} is required by a local (x-dependent) score: pass X=features")
     X = np.asarray(X, dtype=float)
     if X.ndim == 1:
         X = X[:, None]
@@ -47,33 +56,34 @@ class MahalanobisScore(BaseScore):
         reg: added to the covariance diagonal (relative to its mean variance).
     """
 
-    def __init__(self, *, reg: float = 1e-9):
-        if reg < 0:
-            raise ValueError(f"reg must be >= 0, got {reg}")
-        self.reg = reg
+    _min_samples = 2
 
-    def fit(self, E, X=None):
-        E = check_residuals(E)
-        if len(E) <= E.shape[1]:
-            raise ValueError(f"E must hold more residuals than dimensions, got {E.shape}")
+    def __init__(self, *, reg: float = 1e-9):
+        self.reg = reg
+        self._check_params()
+
+    def _check_params(self):
+        check_real("reg", self.reg, low=0.0, low_open=False)
+
+    def _fit(self, E, X=None):
         cov = EmpiricalCovariance().fit(E)
-        S = cov.covariance_ + self.reg * np.trace(cov.covariance_) / E.shape[1] * np.eye(E.shape[1])
+        d = E.shape[1]
+        scale = np.trace(cov.covariance_) / d
+        S = cov.covariance_ + (self.reg * scale if scale > 0 else max(self.reg, 1e-12)) * np.eye(d)
         self.location_, self.covariance_ = cov.location_, S
-        self.precision_ = np.linalg.inv(S)
-        self.dim_ = E.shape[1]
-        self._logdet = float(np.linalg.slogdet(S)[1])
+        self.precision_ = np.linalg.pinv(S, hermitian=True)
+        self.logdet_ = float(np.linalg.slogdet(S)[1])
         return self
 
-    def score_samples(self, E, X=None):
-        self._check_fitted()
-        D = check_residuals(E, d=self.dim_) - self.location_
+    def _nonconformity(self, E, X=None):
+        D = E - self.location_
         return np.einsum("ij,jk,ik->i", D, self.precision_, D)
 
     def closed_form_volume(self, q, X=None):
-        self._check_fitted()
-        d = self.dim_
+        check_is_fitted(self)
+        d = self.n_features_in_
         n = 1 if X is None else len(X)
-        return np.full(n, math.exp(unit_ball_log_volume(d) + 0.5 * d * math.log(q) + 0.5 * self._logdet))
+        return np.full(n, math.exp(unit_ball_log_volume(d) + 0.5 * d * math.log(q) + 0.5 * self.logdet_))
 
 
 class LocalMahalanobisScore(BaseScore):
@@ -81,69 +91,78 @@ class LocalMahalanobisScore(BaseScore):
 
     ``s(x, e) = (e - mu_k(x))^T Sigma_k(x)^{-1} (e - mu_k(x))``; the region at ``x`` is an ellipsoid
     (closed-form volume per ``x``). ``shrinkage`` mixes ``Sigma_k(x)`` with the global covariance.
+    The features ``X`` are required in ``fit`` and every scoring call (keyword ``X=``).
     """
 
     local = True
 
     def __init__(self, *, n_neighbors: int = 100, shrinkage: float = 0.05):
-        if not isinstance(n_neighbors, int) or n_neighbors < 2:
-            raise ValueError(f"n_neighbors must be an int >= 2, got {n_neighbors!r}")
-        if not 0.0 <= shrinkage <= 1.0:
-            raise ValueError(f"shrinkage must be in [0, 1], got {shrinkage}")
         self.n_neighbors, self.shrinkage = n_neighbors, shrinkage
+        self._check_params()
 
-    def fit(self, E, X=None):
-        E = check_residuals(E)
+    def _check_params(self):
+        check_int("n_neighbors", self.n_neighbors, low=2)
+        check_real("shrinkage", self.shrinkage, low=0.0, high=1.0, low_open=False, high_open=False)
+
+    def _fit(self, E, X=None):
         X = _check_X(X, len(E))
         if self.n_neighbors > len(E):
             raise ValueError(f"n_neighbors={self.n_neighbors} exceeds the {len(E)} fit residuals")
-        self._E, self._nn = E, NearestNeighbors(n_neighbors=self.n_neighbors).fit(X)
-        self._global = np.cov(E, rowvar=False).reshape(E.shape[1], E.shape[1])
-        self.dim_, self._p = E.shape[1], X.shape[1]
+        self.fit_residuals_, self.neighbors_ = E, NearestNeighbors(n_neighbors=self.n_neighbors).fit(X)
+        self.global_covariance_ = np.cov(E, rowvar=False).reshape(E.shape[1], E.shape[1])
         return self
 
     def _local(self, X):
-        idx = self._nn.kneighbors(X, return_distance=False)
-        nb = self._E[idx]  # (m, k, d)
+        idx = self.neighbors_.kneighbors(X, return_distance=False)
+        nb = self.fit_residuals_[idx]  # (m, k, d)
         mu = nb.mean(axis=1)
         D = nb - mu[:, None, :]
         S = np.einsum("mki,mkj->mij", D, D) / (self.n_neighbors - 1)
-        S = (1 - self.shrinkage) * S + self.shrinkage * self._global
+        S = (1 - self.shrinkage) * S + self.shrinkage * self.global_covariance_
         return mu, S
 
-    def score_samples(self, E, X=None):
-        self._check_fitted()
-        E = check_residuals(E, d=self.dim_)
+    def _nonconformity(self, E, X=None):
         X = _check_X(X, len(E))
         mu, S = self._local(X)
         D = E - mu
         return np.einsum("mi,mi->m", D, np.linalg.solve(S, D[..., None])[..., 0])
 
     def closed_form_volume(self, q, X=None):
-        self._check_fitted()
+        check_is_fitted(self)
         X = _check_X(X, len(X) if X is not None else 0)
         _, S = self._local(X)
         logdet = np.linalg.slogdet(S)[1]
-        return np.exp(unit_ball_log_volume(self.dim_) + 0.5 * self.dim_ * math.log(q) + 0.5 * logdet)
+        return np.exp(unit_ball_log_volume(self.n_features_in_) + 0.5 * self.n_features_in_ * math.log(q)
+                      + 0.5 * logdet)
 
 
 class KDEScore(BaseScore):
     """KDE-HPD: ``s(e) = -log p_hat(e)`` with a Gaussian KDE of the fit residuals (Scott's rule)."""
 
+    _min_samples = 2
+
     def __init__(self, *, bw_method="scott"):
         self.bw_method = bw_method
+        self._check_params()
 
-    def fit(self, E, X=None):
-        E = check_residuals(E)
+    def _check_params(self):
+        if isinstance(self.bw_method, str):
+            if self.bw_method not in ("scott", "silverman"):
+                raise ValueError(f"bw_method must be 'scott', 'silverman' or a positive number, got {self.bw_method!r}")
+        else:
+            check_real("bw_method", self.bw_method, low=0.0)
+
+    def _fit(self, E, X=None):
         if len(E) <= E.shape[1]:
             raise ValueError(f"E must hold more residuals than dimensions, got {E.shape}")
-        self.kde_ = gaussian_kde(E.T, bw_method=self.bw_method)
-        self.dim_ = E.shape[1]
+        bw = self.bw_method if isinstance(self.bw_method, str) else float(self.bw_method)
+        try:
+            self.kde_ = gaussian_kde(E.T, bw_method=bw)
+        except np.linalg.LinAlgError as err:
+            raise ValueError(f"KDEScore: the residuals' covariance is singular ({err})") from None
         return self
 
-    def score_samples(self, E, X=None):
-        self._check_fitted()
-        E = check_residuals(E, d=self.dim_)
+    def _nonconformity(self, E, X=None):
         return -self.kde_.logpdf(E.T)
 
 
@@ -154,63 +173,72 @@ class MMDScore(BaseScore):
     kernel it ranks points like a KDE with that kernel. Its limit at infinity is ``k(0) + mean K``.
     """
 
-    def __init__(self, *, kernel: str = "rbf", lengthscale="auto", nu: float = 1.5, random_state: int | None = 0):
-        check_kernel(kernel, nu)
-        self.kernel, self.lengthscale, self.nu, self.random_state = kernel, lengthscale, nu, random_state
+    _min_samples = 2
 
-    def fit(self, E, X=None):
-        E = check_residuals(E)
+    def __init__(self, *, kernel: str = "rbf", lengthscale="auto", nu: float = 1.5, random_state: int | None = 0):
+        self.kernel, self.lengthscale, self.nu, self.random_state = kernel, lengthscale, nu, random_state
+        self._check_params()
+
+    def _check_params(self):
+        check_kernel(self.kernel, self.nu)
+        check_auto_or_positive("lengthscale", self.lengthscale)
+        check_random_state(self.random_state)
+
+    def _fit(self, E, X=None):
         if self.kernel == "linear":
             self.lengthscale_ = 1.0
         else:
             self.lengthscale_ = (auto_lengthscale(E, rng=np.random.default_rng(self.random_state))
                                  if self.lengthscale == "auto" else float(self.lengthscale))
-        self._E, self.dim_ = E, E.shape[1]
-        K = self._k(E, E)
-        self._m = float(K.mean())
+        self.fit_residuals_ = E
+        self.gram_mean_ = float(self._k(E, E).mean())
         return self
 
     def _k(self, A, B):
         return pairwise_kernel(A, B, kernel=self.kernel, lengthscale=self.lengthscale_, nu=self.nu)
 
-    def score_samples(self, E, X=None):
-        self._check_fitted()
-        E = check_residuals(E, d=self.dim_)
+    def _nonconformity(self, E, X=None):
         out = np.empty(len(E))
         for a in range(0, len(E), 8192):
             c = E[a:a + 8192]
-            out[a:a + 8192] = kernel_diag(c, kernel=self.kernel) - 2 * self._k(c, self._E).mean(1) + self._m
+            out[a:a + 8192] = (kernel_diag(c, kernel=self.kernel) - 2 * self._k(c, self.fit_residuals_).mean(1)
+                               + self.gram_mean_)
         return out
 
     def limit_at_infinity(self, X=None):
-        self._check_fitted()
+        check_is_fitted(self)
         k0 = kernel_at_zero(self.kernel)
-        return math.inf if k0 is None else k0 + self._m
+        return math.inf if k0 is None else k0 + self.gram_mean_
 
 
 class BonferroniScore(BaseScore):
     """The Bonferroni box: each coordinate ``|e_j - median_j|`` calibrated at level ``alpha / d``.
 
-    ``score_samples`` returns the ``(n, d)`` coordinate scores; ``calibrate`` a threshold per
-    coordinate; the region is a box of volume ``prod_j 2 q_j``. Coverage >= 1 - alpha by the union bound.
+    ``nonconformity`` returns the ``(n, d)`` coordinate scores (``score_samples`` their negatives);
+    ``calibrate`` a threshold per coordinate; the region is a box of volume ``prod_j 2 q_j``.
+    Coverage >= 1 - alpha by the union bound.
     """
 
-    def fit(self, E, X=None):
-        E = check_residuals(E)
-        self.center_, self.dim_ = np.median(E, axis=0), E.shape[1]
+    def __init__(self):
+        pass
+
+    def _check_params(self):
+        pass
+
+    def _fit(self, E, X=None):
+        self.center_ = np.median(E, axis=0)
         return self
 
-    def score_samples(self, E, X=None):
-        self._check_fitted()
-        return np.abs(check_residuals(E, d=self.dim_) - self.center_)
+    def _nonconformity(self, E, X=None):
+        return np.abs(E - self.center_)
 
-    def calibrate(self, E, alpha, X=None):
+    def calibrate(self, E, alpha, *, X=None):
         alpha = check_alpha(alpha)
-        S = self.score_samples(E, X)
-        return np.array([conformal_quantile(S[:, j], alpha / self.dim_) for j in range(self.dim_)])
+        S = self.nonconformity(E, X=X)
+        return np.array([conformal_quantile(S[:, j], alpha / self.n_features_in_) for j in range(S.shape[1])])
 
-    def contains(self, E, q, X=None):
-        return np.all(self.score_samples(E, X) <= np.asarray(q), axis=1)
+    def contains(self, E, q, *, X=None):
+        return np.all(self.nonconformity(E, X=X) <= np.asarray(q), axis=1)
 
     def closed_form_volume(self, q, X=None):
         n = 1 if X is None else len(X)

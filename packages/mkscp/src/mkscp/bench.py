@@ -29,7 +29,7 @@ def _fit(make, E):
 
 
 def _sample_and_score(gen, score, m: int) -> None:
-    score.score_samples(gen(m).points)
+    score.nonconformity(gen(m).points)
 
 
 def run_bench(cfg, out_dir: Path | None = None) -> dict:
@@ -64,14 +64,14 @@ def run_bench(cfg, out_dir: Path | None = None) -> dict:
         if n == n_claim:
             models.update({"mahalanobis": MahalanobisScore().fit(E), "kde": KDEScore().fit(E),
                            "mmd": MMDScore().fit(E)})
-        res = compare({k: partial(s.score_samples, P) for k, s in models.items()}, repeats=reps, warmup=warmup,
+        res = compare({k: partial(s.nonconformity, P) for k, s in models.items()}, repeats=reps, warmup=warmup,
                       threads=threads)
-        exact = models["exact"].score_samples(P[:20000])
+        exact = models["exact"].nonconformity(P[:20000])
         for r in res.rows():
             row = {"what": "score", "variant": r["candidate"], "n_fit": n, "d": d, "n_score": n_score, **r}
             if r["candidate"] == "nystrom":
                 row["rank"] = models["nystrom"].rank_
-                row["spearman_vs_exact"] = float(spearmanr(models["nystrom"].score_samples(P[:20000]), exact).statistic)
+                row["spearman_vs_exact"] = float(spearmanr(models["nystrom"].nonconformity(P[:20000]), exact).statistic)
             elif r["candidate"] == "exact":
                 row["rank"] = models["exact"].rank_
             rows.append(row)
@@ -104,7 +104,7 @@ def run_bench(cfg, out_dir: Path | None = None) -> dict:
     # volume-estimation cost: drawing the points and scoring them with the MKS
     E = fits[n_claim][0]
     mks, maha = MKSScore().fit(E), MahalanobisScore().fit(E)
-    r = 1.2 * float(np.sqrt(maha.score_samples(E).max()))
+    r = 1.2 * float(np.sqrt(maha.nonconformity(E).max()))
     gens = {"box": lambda k: box_points(E.min(0) - 1, E.max(0) + 1, k, rng),
             "ellipsoid": lambda k: ellipsoid_points(maha.location_, maha.covariance_, r, k, rng),
             "mixture": lambda k: mixture_points(E, maha.location_, maha.covariance_, r, k, rng)}

@@ -7,6 +7,8 @@ which has no finite limit at infinity).
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 from scipy.spatial.distance import cdist, pdist
 
@@ -14,8 +16,10 @@ KERNELS = ("rbf", "matern", "linear")
 
 
 def check_kernel(kernel: str, nu: float = 1.5) -> None:
-    if kernel not in KERNELS:
+    if not isinstance(kernel, str) or kernel not in KERNELS:
         raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
+    if isinstance(nu, bool) or not isinstance(nu, numbers.Real):
+        raise TypeError(f"nu must be a real number, got {type(nu).__name__} {nu!r}")
     if kernel == "matern" and nu not in (0.5, 1.5, 2.5):
         raise ValueError(f"nu must be 0.5, 1.5 or 2.5 for the Matérn kernel, got {nu!r}")
 
@@ -37,6 +41,7 @@ def pairwise_kernel(A, B, *, kernel: str = "rbf", lengthscale: float = 1.0, nu: 
         K *= -1.0 / (2.0 * lengthscale**2)
         return np.exp(K, out=K)
     s = cdist(A, B)
+    nu = float(nu)
     s *= {0.5: 1.0, 1.5: np.sqrt(3.0), 2.5: np.sqrt(5.0)}[nu] / lengthscale
     if nu == 0.5:
         return np.exp(-s, out=s)

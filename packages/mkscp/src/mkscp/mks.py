@@ -31,8 +31,15 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.linalg as sla
+from sklearn.utils.validation import check_is_fitted
 
-from mkscp.base import BaseScore, check_residuals
+from mkscp.base import (
+    BaseScore,
+    check_auto_or_positive,
+    check_int,
+    check_random_state,
+    check_real,
+)
 from mkscp.kernels import auto_lengthscale, check_kernel, kernel_at_zero, kernel_diag, pairwise_kernel
 
 _CHUNK = 8192
@@ -55,32 +62,36 @@ class MKSScore(BaseScore):
         random_state: seed for the landmark choice and the lengthscale subsample.
 
     Attributes (after ``fit``): ``lengthscale_``, ``gamma_``, ``rank_`` (eigen-directions kept),
-    ``dim_``, ``n_fit_``.
+    ``n_features_in_`` (= ``dim_``, the output dimension), ``n_fit_``.
+
+    ``nonconformity(E)`` is the score ``s(e)`` of the paper (the region is ``{s <= q}``);
+    ``score_samples(E) = -s(e)`` has scikit-learn's sign (higher = more normal).
 
     Example:
         >>> rng = np.random.default_rng(0)
         >>> s = MKSScore().fit(rng.normal(size=(300, 2)))
-        >>> s.score_samples(np.zeros((1, 2))) < s.score_samples(np.full((1, 2), 3.0))
+        >>> s.nonconformity(np.zeros((1, 2))) < s.nonconformity(np.full((1, 2), 3.0))
         array([ True])
     """
+
+    _min_samples = 2
 
     def __init__(self, *, kernel: str = "rbf", lengthscale="auto", gamma="auto", nu: float = 1.5,
                  gamma_quantile: float = 0.9, n_components: int | None = None, rank_tol: float = 1e-7,
                  random_state: int | None = 0):
-        check_kernel(kernel, nu)
-        for name, v in (("lengthscale", lengthscale), ("gamma", gamma)):
-            if not (v == "auto" or (isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0)):
-                raise ValueError(f"{name} must be 'auto' or a positive number, got {v!r}")
-        if not 0.0 < gamma_quantile < 1.0:
-            raise ValueError(f"gamma_quantile must be in (0, 1), got {gamma_quantile}")
-        if n_components is not None and (isinstance(n_components, bool) or not isinstance(n_components, int)
-                                         or n_components < 1):
-            raise ValueError(f"n_components must be None or a positive int, got {n_components!r}")
-        if rank_tol < 0:
-            raise ValueError(f"rank_tol must be >= 0, got {rank_tol}")
         self.kernel, self.lengthscale, self.gamma, self.nu = kernel, lengthscale, gamma, nu
         self.gamma_quantile, self.n_components, self.rank_tol = gamma_quantile, n_components, rank_tol
         self.random_state = random_state
+        self._check_params()
+
+    def _check_params(self) -> None:
+        check_kernel(self.kernel, self.nu)
+        check_auto_or_positive("lengthscale", self.lengthscale)
+        check_auto_or_positive("gamma", self.gamma)
+        check_real("gamma_quantile", self.gamma_quantile, low=0.0, high=1.0)
+        check_int("n_components", self.n_components, low=1, allow_none=True)
+        check_real("rank_tol", self.rank_tol, low=0.0, low_open=False)
+        check_random_state(self.random_state)
 
     # kernel helpers ------------------------------------------------------------------------
     def _k(self, A, B):
@@ -94,13 +105,10 @@ class MKSScore(BaseScore):
         return float(np.quantile(positive_eigs, self.gamma_quantile))
 
     # fitting -------------------------------------------------------------------------------
-    def fit(self, E, X=None):
+    def _fit(self, E, X=None):
         """Fit the kernel, lengthscale and gamma on the fit residuals ``E`` (shape ``(n, d)``)."""
-        E = check_residuals(E)
-        if len(E) < 2:
-            raise ValueError(f"E must hold at least 2 residuals to fit the MKS, got {len(E)}")
         rng = np.random.default_rng(self.random_state)
-        self.dim_, self.n_fit_ = E.shape[1], len(E)
+        self.n_fit_ = len(E)
         if self.kernel == "linear":
             self.lengthscale_ = 1.0
         else:
@@ -176,10 +184,8 @@ class MKSScore(BaseScore):
         return self.gamma_ * (p**2) @ (1.0 / (self._lam + self.gamma_))
 
     # scoring -------------------------------------------------------------------------------
-    def score_samples(self, E, X=None) -> np.ndarray:
+    def _nonconformity(self, E, X=None) -> np.ndarray:
         """The MKS of each row of ``E`` (shape ``(m, d)``) → shape ``(m,)``; computed in chunks."""
-        self._check_fitted()
-        E = check_residuals(E, d=self.dim_)
         out = np.empty(len(E))
         for a in range(0, len(E), _CHUNK):
             out[a:a + _CHUNK] = self._score_chunk(E[a:a + _CHUNK])
@@ -210,21 +216,21 @@ class MKSScore(BaseScore):
         ``mmd2`` is ``MMD^2(delta_e, P_n) = k~(e, e)``; ``kpca`` is
         ``sum_i lambda_i / (lambda_i + gamma) z_i(e)^2`` over the kernel-PCA coordinates ``z_i``.
         """
-        self._check_fitted()
+        check_is_fitted(self)
         if self.nystrom_:
             raise ValueError("decompose needs the exact score (n_components=None)")
-        E = check_residuals(E, d=self.dim_)
+        E = self._validate(E, reset=False)
         kst, mmd2 = self._centred_cross(E, kernel_diag(E, kernel=self.kernel))
         z = (kst @ self.eigenvectors_) / np.sqrt(self.eigenvalues_)
         kpca = (z**2) @ (self.eigenvalues_ / (self.eigenvalues_ + self.gamma_))
         return {"mmd2": mmd2, "kpca": kpca, "score": mmd2 - kpca}
 
     def limit_at_infinity(self, X=None) -> float:
-        self._check_fitted()
+        check_is_fitted(self)
         return self.limit_
 
     def effective_dimension(self) -> float:
         """``sum_i lambda_i / (lambda_i + gamma)``: the effective rank of the kernel covariance at ``gamma``."""
-        self._check_fitted()
+        check_is_fitted(self)
         lam = self._lam if self.nystrom_ else self.eigenvalues_
         return float(np.sum(lam / (lam + self.gamma_)))

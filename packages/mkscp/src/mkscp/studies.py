@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 from scipy.spatial.distance import pdist
@@ -10,12 +11,13 @@ from sklearn.linear_model import Ridge
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
+from mkscp.base import UnboundedRegionWarning
 from mkscp.baselines import BonferroniScore, KDEScore, MahalanobisScore
 from mkscp.data import macrodata_growth, make_regression, sample_residuals
-from mkscp.experiment import shared_mc_points, spline_ridge
+from mkscp.experiment import spline_ridge
 from mkscp.identities import gp_posterior_variance, mmd_minus_kpca
 from mkscp.mks import MKSScore
-from mkscp.volume import box_volume_stable, ellipsoid_volume_stable
+from mkscp.volume import region_volume
 from paperworks import binomial_ci, estimate
 
 
@@ -30,10 +32,10 @@ def identity_errors(cfg) -> dict:
     for kernel in ("rbf", "matern"):
         s = MKSScore(kernel=kernel, rank_tol=0.0).fit(E)
         ref = gp_posterior_variance(E, T, kernel=kernel, lengthscale=s.lengthscale_, gamma=s.gamma_)
-        gp_err = max(gp_err, float(np.max(np.abs(s.score_samples(T) - ref)) / np.max(np.abs(ref))))
+        gp_err = max(gp_err, float(np.max(np.abs(s.nonconformity(T) - ref)) / np.max(np.abs(ref))))
     s = MKSScore(rank_tol=0.0).fit(E)
     ref = mmd_minus_kpca(E, T, lengthscale=s.lengthscale_, gamma=s.gamma_)["score"]
-    kp_err = float(np.max(np.abs(s.score_samples(T) - ref)) / np.max(np.abs(ref)))
+    kp_err = float(np.max(np.abs(s.nonconformity(T) - ref)) / np.max(np.abs(ref)))
     return {"gp_max_rel_err": gp_err, "kpca_max_rel_err": kp_err, "n_fit": n}
 
 
@@ -54,7 +56,7 @@ def split_vs_same_set(cfg) -> dict:
         bad = MKSScore().fit(Ec)
         for variant, s in (("split", good), ("same_set", bad)):
             q = s.calibrate(Ec, alpha)
-            cov = float(np.mean(s.score_samples(Et) <= q))
+            cov = float(np.mean(s.nonconformity(Et) <= q))
             rows.append({"study": "split_check", "rep": rep, "variant": variant, "alpha": alpha, "coverage": cov})
     summary = {"alpha": alpha, "n": n, "reps": reps}
     for variant in ("split", "same_set"):
@@ -90,11 +92,11 @@ def convergence_study(cfg) -> dict:
             R, T = gen(n_ref), gen(n_eval)
             ls = float(np.median(pdist(R[:1000])))
             ref = MKSScore(lengthscale=ls).fit(R)
-            s_ref = ref.score_samples(T)
+            s_ref = ref.nonconformity(T)
             errs = []
             for n in n_fits:
                 s = MKSScore(lengthscale=ls, gamma=ref.gamma_ * n / n_ref).fit(gen(n))
-                err = float(np.sqrt(np.mean((s.score_samples(T) - s_ref) ** 2) / np.mean(s_ref**2)))
+                err = float(np.sqrt(np.mean((s.nonconformity(T) - s_ref) ** 2) / np.mean(s_ref**2)))
                 errs.append(err)
                 rows.append({"study": "convergence", "case": case, "seed": seed, "n_fit": n, "rel_error": err,
                              "effective_dimension": s.effective_dimension()})
@@ -125,11 +127,12 @@ def macrodata_demo(cfg) -> dict:
         res = {k: Y[v] - model.predict(X[v]) for k, v in (("fit", fi), ("cal", ca), ("test", te))}
         mks, maha = MKSScore().fit(res["fit"]), MahalanobisScore().fit(res["fit"])
         q, qm = mks.calibrate(res["cal"], alpha), maha.calibrate(res["cal"], alpha)
-        pts, _ = shared_mc_points(res["fit"], res["cal"], {"mks": mks}, {"mks": {alpha: q}}, n_mc, rng)
-        vol = pts.estimate(mks.score_samples(pts.points) <= q)["volume"] if mks.is_bounded(q) else math.inf
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UnboundedRegionWarning)
+            vol = region_volume(mks, q, res["fit"], n_points=n_mc, rtol=0.05, random_state=rng)["volume"]
         rows.append({"study": "macrodata", "seed": seed, "alpha": alpha,
-                     "coverage_mks": float(np.mean(mks.score_samples(res["test"]) <= q)),
-                     "coverage_mahalanobis": float(np.mean(maha.score_samples(res["test"]) <= qm)),
+                     "coverage_mks": float(np.mean(mks.nonconformity(res["test"]) <= q)),
+                     "coverage_mahalanobis": float(np.mean(maha.nonconformity(res["test"]) <= qm)),
                      "ratio_vs_mahalanobis": vol / float(maha.closed_form_volume(qm)[0])})
     fin = [math.log(r["ratio_vs_mahalanobis"]) for r in rows if np.isfinite(r["ratio_vs_mahalanobis"])]
     summary = {"n": int(len(Y)), "alpha": alpha, "seeds": int(c.seeds),
@@ -167,19 +170,59 @@ def region_grid(cfg, n_grid: int = 120, alpha: float = 0.1) -> list[dict]:
 
 
 def volume_cross_check(cfg, alpha: float = 0.1) -> list[dict]:
-    """MKS volume by growing-ellipsoid importance sampling vs bounding-box Monte Carlo (d = 2, 3)."""
+    """MKS volume by the three Monte-Carlo samplers of :func:`region_volume` (banana, d = 2, 3, 4).
+
+    The box is the independent reference for d <= 3 (uniform points, no importance weights); at
+    d = 4 the grown ellipsoid is (uniform, many points), against the mixture importance sampler.
+    """
     out = []
-    n, n_points = int(cfg.n_fit), int(cfg.get("n_mc", 10000)) * 2
-    for d in (2, 3):
+    c = cfg.get("volume_check", {})
+    n, rtol = int(cfg.n_fit), float(c.get("rtol", 0.02))
+    for d in c.get("dims", [2, 3, 4]):
+        d = int(d)
         rng = np.random.default_rng([d, 31])
         Ef, Ec = sample_residuals("banana", n, d, rng), sample_residuals("banana", n, d, rng)
-        s, m = MKSScore().fit(Ef), MahalanobisScore().fit(Ef)
+        s = MKSScore().fit(Ef)
         q = s.calibrate(Ec, alpha)
-        ell = ellipsoid_volume_stable(s, q, m.location_, m.covariance_, 1.0, n_points=n_points, rng=rng)
-        box = box_volume_stable(s, q, Ef.min(0), Ef.max(0), n_points=n_points, rng=rng)
-        out.append({"d": d, "alpha": alpha, "ellipsoid": ell["volume"], "ellipsoid_se": ell["se"],
-                    "ellipsoid_stable": ell["stable"], "ellipsoid_radii": [h[0] for h in ell["history"]],
-                    "ellipsoid_history": [h[1] for h in ell["history"]],
-                    "box": box["volume"], "box_se": box["se"], "box_stable": box["stable"],
-                    "z": (ell["volume"] - box["volume"]) / max(math.hypot(ell["se"], box["se"]), 1e-300)})
+        row = {"d": d, "alpha": alpha}
+        for method in ("ellipsoid", "mixture", "box"):
+            est = region_volume(s, q, Ef, method=method, rtol=rtol, max_points=int(c.get("max_points", 400_000)),
+                                random_state=int(rng.integers(2**31)))
+            row[method] = {k: est[k] for k in ("volume", "se", "rel_se", "stable", "n_points")}
+        ref = "box" if d <= 3 else "ellipsoid"
+        row["reference"] = ref
+        row["z_mixture_vs_reference"] = ((row["mixture"]["volume"] - row[ref]["volume"])
+                                         / max(math.hypot(row["mixture"]["se"], row[ref]["se"]), 1e-300))
+        out.append(row)
+    return out
+
+
+def volume_spread(cfg) -> dict:
+    """The spread of :func:`region_volume` across random states at d = 6 (MKS, banana residuals, alpha 0.1).
+
+    ``method="auto"`` (the mixture sampler, to ``rtol``) beside the uniform ellipsoid capped at the
+    same number of points the 0.1 API drew by default (100k): the coefficient of variation over
+    ``seeds`` random states, and how often each one says ``stable``.
+    """
+    c = cfg.get("volume_spread", {})
+    d, seeds, n = int(c.get("d", 6)), int(c.get("seeds", 10)), int(c.get("n_fit", cfg.n_fit))
+    rng = np.random.default_rng([d, 606])
+    Ef, Ec = sample_residuals("banana", n, d, rng), sample_residuals("banana", n, d, rng)
+    s = MKSScore().fit(Ef)
+    q = s.calibrate(Ec, 0.1)
+    out = {"d": d, "n_fit": n, "alpha": 0.1, "seeds": seeds}
+    for label, kw in (("auto", {"method": "auto", "rtol": float(c.get("rtol", 0.02))}),
+                      ("ellipsoid_100k", {"method": "ellipsoid", "rtol": 0.02, "n_points": 20_000,
+                                          "max_points": int(c.get("ellipsoid_max_points", 100_000))})):
+        ests = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            for k in range(seeds):
+                ests.append(region_volume(s, q, Ef, random_state=k, **kw))
+        v = np.array([e["volume"] for e in ests])
+        out[label] = {"volumes": v.tolist(), "cv": float(v.std(ddof=1) / v.mean()),
+                      "range_over_mean": float((v.max() - v.min()) / v.mean()),
+                      "rel_se_mean": float(np.mean([e["rel_se"] for e in ests])),
+                      "stable": int(sum(e["stable"] for e in ests)),
+                      "n_points_mean": float(np.mean([e["n_points"] for e in ests])), **kw}
     return out
