@@ -9,12 +9,13 @@ from tikhonovgnn.tikhonov import bernstein_reference
 
 @pytest.mark.parametrize("dtype,degree,tol", [(torch.float32, 32, 1e-4), (torch.float32, 16, 1e-4),
                                               (torch.float64, 64, 1e-9), (torch.float64, 30, 1e-9)])
-@pytest.mark.parametrize("solver", ["dense", "cg"])
-def test_operator_equals_reported_p(dtype, degree, tol, solver, gen, connected):
+@pytest.mark.parametrize("solver,recursion", [("dense", "bernstein"), ("cg", "bernstein"), ("dense", "chebyshev"),
+                                              ("cg", "chebyshev")])
+def test_operator_equals_reported_p(dtype, degree, tol, solver, recursion, gen, connected):
     n = 24
     ei = connected(n, gen)
     torch.manual_seed(degree)
-    layer = TikhonovLayer(3, 3, degree=degree, solver=solver, bias=False).to(dtype)
+    layer = TikhonovLayer(3, 3, degree=degree, solver=solver, p_recursion=recursion, bias=False).to(dtype)
     with torch.no_grad():  # a wiggly p with coefficients over two orders of magnitude
         layer.poly.raw.copy_(torch.randn(degree + 1, dtype=dtype) * 3)
     x = torch.randn(n, 3, dtype=dtype)

@@ -24,11 +24,14 @@ def test_unknown_task_is_rejected():
         run(cfg)
 
 
-@pytest.mark.parametrize("method", ["dense", "cg", "gcn"])
-def test_bench_case_runs_forward_backward(method):
-    model, x, ei = make_case(method, 200, avg_degree=4)
+@pytest.mark.parametrize("method", ["dense", "cg", "cg_cheb", "gcn"])
+@pytest.mark.parametrize("q_pool", [None, [1e-3, 1.0, 20.0]])
+def test_bench_case_runs_forward_backward(method, q_pool):
+    model, x, ei = make_case(method, 200, avg_degree=4, q_pool=q_pool, theta=[0.1, 1.0, 2.0])
     forward_backward(model, x, ei)
     assert x.grad is None and all(p.grad is None for p in model.parameters())
+    if q_pool is not None and method != "gcn":
+        assert float(model.q.max() / model.q.min()) > 1e3 and abs(float(model.q.mean()) - 1) < 1e-5
 
 
 def test_bench_rejects_unknown_method():
@@ -39,8 +42,8 @@ def test_bench_rejects_unknown_method():
 
 
 def test_time_methods_interleaved_on_one_graph():
-    res, n_edges = time_methods(["gcn", "cg"], 150, avg_degree=4, repeats=3, warmup=0)
-    assert n_edges > 0 and res.repeats == 3
+    res, n_edges, its = time_methods(["gcn", "cg"], 150, avg_degree=4, repeats=3, warmup=0)
+    assert n_edges > 0 and res.repeats == 3 and len(its["cg"]) == 2 and min(its["cg"]) >= 1
     assert {r["candidate"] for r in res.rows()} == {"gcn", "cg"}
     ratio = res.speedup("gcn", over="cg")
     assert ratio.lower <= ratio.value <= ratio.upper and ratio.value > 0
@@ -66,17 +69,22 @@ def test_bench_task_in_process_gives_ratios(monkeypatch):
     monkeypatch.setattr(tikhonovgnn.bench, "memory_mib", fake_memory)
     cfg = compose("tikhonovgnn", ["experiment=bench", "bench.sizes=[100,300]", "bench.dense_max=300",
                                   "bench.repeats=3", "bench.warmup=0", "bench.memory_min_nodes=300",
-                                  "bench.memory_repeats=2"])
+                                  "bench.memory_repeats=2", "ring.graphs=20", "ring.epochs=2",
+                                  "bench.skew_small=3", "bench.skew_small_nodes=10", "bench.skew_large_nodes=100"])
     out = run(cfg)
-    assert {c.id for c in out["claims"]} == {"cg_time_within_10x_gcn", "cg_bounded_memory"}
+    assert {c.id for c in out["claims"]} == {"cg_time_within_3x_gcn", "cg_cheb_time_within_3x_gcn",
+                                             "auto_within_2x_cg_skewed", "cg_bounded_memory"}
     assert sorted(calls) == [("cg", 300), ("cg", 300), ("dense", 300), ("gcn", 300)]
     mem = next(c for c in out["claims"] if c.id == "cg_bounded_memory")
     assert mem.method.n == 2 and mem.method.has_ci  # two measurements give an interval
     assert mem.method.value == pytest.approx(6.15 / (300 * 300 * 4 / 2**20))  # mean of the two CG calls / dense N x N
-    rows = out["metrics"]
-    assert {(r["method"], r["num_nodes"]) for r in rows} == {(m, n) for m in ("gcn", "cg", "dense") for n in (100, 300)}
+    rows = [r for r in out["metrics"] if r["task"] == "bench"]
+    assert {(r["method"], r["num_nodes"]) for r in rows} == {(m, n) for m in ("gcn", "cg", "cg_cheb", "dense")
+                                                             for n in (100, 300)}
+    assert {r["method"] for r in out["metrics"] if r["task"] == "bench_skewed"} == {"auto", "cg"}
+    assert all(r["cg_iters_forward"] >= 1 for r in rows if r["method"].startswith("cg"))
     assert all(r["time_ratio_vs_gcn"] > 0 and r["cpu_s"] >= 0 for r in rows if r["method"] != "gcn")
-    assert all("peak_extra_mib" in r for r in rows if r["num_nodes"] == 300)
+    assert all(("peak_extra_mib" in r) == (r["method"] != "cg_cheb") for r in rows if r["num_nodes"] == 300)
 
 
 def test_smoke_in_process_without_matplotlib(tmp_path, monkeypatch):

@@ -42,7 +42,7 @@ def plot_bench(rows, path):
     """Forward+backward time (median wall) and peak extra memory against the number of nodes."""
     plt = use_style()
     fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.6))
-    for method in ("gcn", "cg", "dense"):
+    for method in ("gcn", "cg", "cg_cheb", "dense"):
         rs = sorted((r for r in rows if r["method"] == method), key=lambda r: r["num_nodes"])
         if not rs:
             continue

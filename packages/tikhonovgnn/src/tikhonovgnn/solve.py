@@ -37,6 +37,9 @@ __all__ = [
     "dense_laplacian",
     "bernstein_apply",
     "bernstein_basis_apply",
+    "bernstein_to_chebyshev",
+    "chebyshev_apply",
+    "apply_p",
     "bernstein_dense",
     "bernstein_values",
     "solve_dense",
@@ -203,15 +206,78 @@ def bernstein_basis_apply(L: Tensor, degree: int, v: Tensor) -> list[Tensor]:
     return a
 
 
+def bernstein_to_chebyshev(degree: int, *, dtype=torch.float64, device=None) -> Tensor:
+    """``M [K+1, K+1]`` with ``θ @ M`` the coefficients of ``p`` in Chebyshev polynomials ``T_j(λ - 1)``.
+
+    Computed in float64 by Chebyshev interpolation at ``K+1`` Chebyshev nodes, exact for degree ``K``.
+    Well conditioned: each Bernstein basis function lies in ``[0, 1]`` on ``[0, 2]``, so its Chebyshev
+    coefficients are at most 2 in absolute value.
+    """
+    K = int(degree)
+    m = torch.arange(K + 1, dtype=torch.float64)
+    ang = math.pi * (m + 0.5) / (K + 1)
+    t = (torch.cos(ang) + 1) / 2  # λ/2 at the nodes
+    basis = torch.stack([math.comb(K, k) * t**k * (1 - t) ** (K - k) for k in range(K + 1)])  # [k, node]
+    cos = torch.cos(torch.outer(torch.arange(K + 1, dtype=torch.float64), ang))  # [j, node]
+    M = basis @ cos.T * (2.0 / (K + 1))
+    M[:, 0] /= 2
+    return M.to(dtype=dtype, device=device)
+
+
+def chebyshev_apply(L: Tensor | Callable[[Tensor], Tensor], c: Tensor, v: Tensor) -> Tensor:
+    r"""``Σ_j c_j T_j(L - I) v`` by the three-term recurrence (``K`` products with ``L``).
+
+    ``T_{j+1} = 2 (L - I) T_j - T_{j-1}``; stable since ``‖L - I‖ ≤ 1``.
+    """
+    K = c.numel() - 1
+    out = c[0] * v
+    if K == 0:
+        return out
+
+    def step(cur, base, alpha):  # base + alpha * L cur
+        if callable(L):
+            return base + alpha * L(cur)
+        if L.dim() == 3:
+            return torch.baddbmm(base, L, cur, alpha=alpha)
+        return torch.addmm(base, L, cur, alpha=alpha)
+
+    prev, cur = v, step(v, -v, 1.0)
+    out = out + c[1] * cur
+    for j in range(2, K + 1):
+        prev, cur = cur, step(cur, -(2 * cur + prev), 2.0)
+        out = out + c[j] * cur
+    return out
+
+
+def chebyshev_basis_apply(L: Tensor, degree: int, v: Tensor) -> list[Tensor]:
+    """``[T_0(L - I) v, ..., T_K(L - I) v]``."""
+    mv = (lambda u: torch.bmm(L, u)) if L.dim() == 3 else (lambda u: L @ u)
+    out = [v]
+    if degree >= 1:
+        out.append(mv(v) - v)
+    for _ in range(2, degree + 1):
+        out.append(2 * (mv(out[-1]) - out[-1]) - out[-2])
+    return out
+
+
+def apply_p(L, theta: Tensor, v: Tensor, recursion: str = "bernstein") -> Tensor:
+    """``p(L) v`` with ``p`` given by its Bernstein coefficients, by de Casteljau (``"bernstein"``,
+    ``K(K+1)/2`` products) or through its exact Chebyshev expansion (``"chebyshev"``, ``K`` products)."""
+    if recursion == "bernstein":
+        return bernstein_apply(L, theta, v)
+    M = bernstein_to_chebyshev(theta.numel() - 1, dtype=theta.dtype, device=theta.device)
+    return chebyshev_apply(L, theta @ M, v)
+
+
 def bernstein_values(theta: Tensor, lam: Tensor) -> Tensor:
     """``p(λ)`` pointwise, by the same recursion as :func:`bernstein_apply`."""
     return bernstein_apply(lambda v: lam * v, theta, torch.ones_like(lam))
 
 
-def bernstein_dense(L: Tensor, theta: Tensor) -> Tensor:
+def bernstein_dense(L: Tensor, theta: Tensor, recursion: str = "bernstein") -> Tensor:
     """Dense ``p(L)`` for a dense (batched) ``L``."""
     eye = torch.eye(L.size(-1), dtype=L.dtype, device=L.device).expand_as(L).contiguous()
-    return bernstein_apply(L, theta, eye)
+    return apply_p(L, theta, eye, recursion)
 
 
 def _check_degree(theta: Tensor) -> None:
@@ -221,9 +287,18 @@ def _check_degree(theta: Tensor) -> None:
         raise ValueError(f"the degree of p is {theta.numel() - 1}; at most {MAX_DEGREE} is supported")
 
 
+_RECURSIONS = ("bernstein", "chebyshev")
+
+
+def _check_recursion(recursion) -> None:
+    if recursion not in _RECURSIONS:
+        raise ValueError(f"recursion must be one of {_RECURSIONS}, got {recursion!r}")
+
+
 # dense path ------------------------------------------------------------------------------
 
-def solve_dense(L: Tensor, mask: Tensor, theta: Tensor, q: Tensor, b: Tensor) -> Tensor:
+def solve_dense(L: Tensor, mask: Tensor, theta: Tensor, q: Tensor, b: Tensor, *,
+                recursion: str = "bernstein") -> Tensor:
     """Solve ``(p(L) + diag(q)) y = b`` for padded batches.
 
     Args:
@@ -232,10 +307,12 @@ def solve_dense(L: Tensor, mask: Tensor, theta: Tensor, q: Tensor, b: Tensor) ->
         theta: ``[K+1]`` Bernstein coefficients of ``p``.
         q: ``[B, n]`` positive scores (padding entries are ignored).
         b: ``[B, n, C]`` right-hand sides.
+        recursion: how ``p(L)`` is formed (see :func:`apply_p`).
     """
     _check_degree(theta)
+    _check_recursion(recursion)
     qq = torch.where(mask, q, torch.ones_like(q))
-    A = bernstein_dense(L, theta) + torch.diag_embed(qq)
+    A = bernstein_dense(L, theta, recursion) + torch.diag_embed(qq)
     return torch.linalg.solve(A, b * mask[..., None])
 
 
@@ -254,7 +331,10 @@ def cg(matvec, b: Tensor, *, tol: float = 1e-6, maxiter: int = 1000, precond: Te
         raise ValueError(f"on_fail must be one of {_ON_FAIL}, got {on_fail!r}")
     x = torch.zeros_like(b) if x0 is None else x0.clone()
     r = b - matvec(x) if x0 is not None else b.clone()
-    M = (lambda v: v) if precond is None else (lambda v: precond[:, None] * v)
+
+    def M(v):
+        return v if precond is None else v * precond[:, None]
+
     z = M(r)
     p = z.clone()
     rz = (r * z).sum(0)
@@ -264,13 +344,12 @@ def cg(matvec, b: Tensor, *, tol: float = 1e-6, maxiter: int = 1000, precond: Te
     rel = float((r.norm(dim=0) / bnorm).max()) if b.numel() else 0.0
     while math.isfinite(rel) and rel > tol and it < maxiter:
         Ap = matvec(p)
-        pAp = (p * Ap).sum(0)
-        alpha = _safe_div(rz, pAp)
-        x = x + alpha * p
-        r = r - alpha * Ap
+        alpha = _safe_div(rz, (p * Ap).sum(0))
+        x.addcmul_(p, alpha)
+        r.addcmul_(Ap, alpha, value=-1.0)
         z = M(r)
         rz_new = (r * z).sum(0)
-        p = z + _safe_div(rz_new, rz) * p
+        p = torch.addcmul(z, p, _safe_div(rz_new, rz))
         rz = rz_new
         it += 1
         rel = float((r.norm(dim=0) / bnorm).max())
@@ -291,6 +370,37 @@ def _safe_div(a: Tensor, b: Tensor) -> Tensor:
     # 0 where b == 0 (a column already solved exactly); NaN and inf pass through to the residual check
     nz = b != 0
     return torch.where(nz, a / torch.where(nz, b, torch.ones_like(b)), torch.zeros_like(a))
+
+
+@torch.no_grad()
+def _apply_p_fast(L: Tensor, coef: list[float], v: Tensor, recursion: str) -> Tensor:
+    """:func:`apply_p` for a sparse/dense 2-D ``L`` without autograd, in place where it can (CG's inner loop).
+
+    ``coef``: Bernstein coefficients (``"bernstein"``) or Chebyshev ones (``"chebyshev"``), as floats.
+    """
+    K = len(coef) - 1
+    if recursion == "bernstein":
+        b = [v * t for t in coef]
+        for r in range(1, K + 1):
+            for k in range(K - r + 1):
+                b[k].addmm_(L, b[k + 1] - b[k], alpha=0.5)
+        return b[0]
+    out = v * coef[0]
+    if K == 0:
+        return out
+    prev, cur = v, torch.addmm(v, L, v, beta=-1.0)  # (L - I) v
+    out.add_(cur, alpha=coef[1])
+    for j in range(2, K + 1):
+        nxt = torch.addmm(prev, L, cur, beta=-1.0, alpha=2.0).add_(cur, alpha=-2.0)  # 2(L - I)cur - prev
+        out.add_(nxt, alpha=coef[j])
+        prev, cur = cur, nxt
+    return out
+
+
+def _coefficients(theta: Tensor, recursion: str) -> list[float]:
+    if recursion == "bernstein":
+        return theta.detach().double().tolist()
+    return (theta.detach().double() @ bernstein_to_chebyshev(theta.numel() - 1)).tolist()
 
 
 def _jacobi(theta: Tensor, q: Tensor) -> Tensor:
@@ -324,9 +434,11 @@ class _CGSolve(torch.autograd.Function):
     def forward(ctx, b, q, theta, values, index, n, opts):
         L = _csr(index, values.detach(), n)
         pre = _jacobi(theta.detach(), q.detach()) if opts["precondition"] else None
+        rec = opts["recursion"]
+        coef, qc = _coefficients(theta, rec), q.detach()[:, None]
 
         def matvec(v):
-            return bernstein_apply(L, theta, v) + q[:, None] * v
+            return _apply_p_fast(L, coef, v, rec).addcmul_(qc, v)
 
         y, it, _ = cg(matvec, b, tol=opts["tol"], maxiter=opts["maxiter"], precond=pre, on_fail=opts["on_fail"],
                       what="CG (forward)")
@@ -339,9 +451,11 @@ class _CGSolve(torch.autograd.Function):
     def backward(ctx, grad_y):
         y, q, theta, values, index = ctx.saved_tensors
         L, opts = ctx.L, ctx.opts
+        rec, K = opts["recursion"], theta.numel() - 1
+        coef, qc = _coefficients(theta, rec), q.detach()[:, None]
 
         def matvec(v):
-            return bernstein_apply(L, theta, v) + q[:, None] * v
+            return _apply_p_fast(L, coef, v, rec).addcmul_(qc, v)
 
         g, it, _ = cg(matvec, grad_y.contiguous(), tol=opts["tol"], maxiter=opts["maxiter"], precond=ctx.pre,
                       on_fail=opts["on_fail"], what="CG (backward)")
@@ -349,8 +463,11 @@ class _CGSolve(torch.autograd.Function):
         grad_q = -(g * y).sum(1) if ctx.needs_input_grad[1] else None
         grad_theta = grad_values = None
         want_t, want_v = ctx.needs_input_grad[2], ctx.needs_input_grad[3]
-        if want_t and not want_v:  # ∂ℓ/∂θ_k = -y^T B_k(L) g
-            grad_theta = -torch.stack([(y * u).sum() for u in bernstein_basis_apply(L, theta.numel() - 1, g)])
+        if want_t and not want_v and rec == "bernstein":  # ∂ℓ/∂θ_k = -y^T B_k(L) g
+            grad_theta = -torch.stack([(y * u).sum() for u in bernstein_basis_apply(L, K, g)])
+        elif want_t and not want_v:  # through c = θ M: ∂ℓ/∂θ = M ∂ℓ/∂c, ∂ℓ/∂c_j = -y^T T_j(L - I) g
+            grad_c = -torch.stack([(y * u).sum() for u in chebyshev_basis_apply(L, K, g)])
+            grad_theta = bernstein_to_chebyshev(K, dtype=theta.dtype, device=theta.device) @ grad_c
         elif want_t or want_v:
             with torch.enable_grad():
                 t = theta.detach().requires_grad_(want_t)
@@ -359,7 +476,7 @@ class _CGSolve(torch.autograd.Function):
                     op = _index_matvec(index, vals, ctx.n)
                 else:
                     op = L
-                s = -(g * bernstein_apply(op, t, y)).sum()
+                s = -(g * apply_p(op, t, y, rec)).sum()
                 wrt = [z for z, w in ((t, want_t), (vals if want_v else None, want_v)) if w]
                 grads = list(torch.autograd.grad(s, wrt))
             grad_theta = grads.pop(0) if want_t else None
@@ -369,7 +486,7 @@ class _CGSolve(torch.autograd.Function):
 
 def solve_cg(L: Tensor | tuple[Tensor, Tensor], theta: Tensor, q: Tensor, b: Tensor, *, tol: float = 1e-6,
              maxiter: int = 1000, precondition: bool = True, on_fail: str = "raise",
-             log: dict | None = None) -> Tensor:
+             recursion: str = "bernstein", log: dict | None = None) -> Tensor:
     """Solve ``(p(L) + diag(q)) y = b`` with CG, differentiable in ``b``, ``q``, ``theta`` and ``L``'s entries.
 
     Args:
@@ -380,6 +497,8 @@ def solve_cg(L: Tensor | tuple[Tensor, Tensor], theta: Tensor, q: Tensor, b: Ten
         tol: relative residual per column. maxiter: iteration cap.
         precondition: Jacobi preconditioner ``1/(q + p(1))`` (on by default).
         on_fail: ``"raise"`` (:class:`CGError`) or ``"warn"`` on a non-finite residual or no convergence.
+        recursion: how ``p(L) v`` is applied (see :func:`apply_p`): de Casteljau (default) or the
+            exact Chebyshev expansion (``K`` instead of ``K(K+1)/2`` products with ``L`` per iteration).
         log: a dict that receives ``iterations`` (forward, then backward solves).
     """
     if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not tol > 0 or not math.isfinite(tol):
@@ -389,11 +508,13 @@ def solve_cg(L: Tensor | tuple[Tensor, Tensor], theta: Tensor, q: Tensor, b: Ten
     if on_fail not in _ON_FAIL:
         raise ValueError(f"on_fail must be one of {_ON_FAIL}, got {on_fail!r}")
     _check_degree(theta)
+    _check_recursion(recursion)
     if isinstance(L, tuple):
         index, values = L
     else:
         Lc = L.to_sparse_coo().coalesce()
         index, values = Lc.indices(), Lc.values()
     opts = {"tol": float(tol), "maxiter": int(maxiter), "on_fail": on_fail, "precondition": bool(precondition),
+            "recursion": recursion,
             "iterations": log.setdefault("iterations", []) if log is not None else []}
     return _CGSolve.apply(b, q, theta, values, index, b.size(0), opts)

@@ -223,6 +223,11 @@ class TikhonovLayer(nn.Module):
         symmetrize: ``False`` (default) rejects a directed ``edge_index`` (or asymmetric ``edge_weight``)
             with a ``ValueError``; ``True`` symmetrises it first (PyG ``to_undirected``, weights of the
             two directions averaged).
+        p_recursion: how both solvers apply ``p(L)``: ``"bernstein"`` (default), de Casteljau's
+            recursion on the Bernstein coefficients, ``K(K+1)/2`` products with ``L``; ``"chebyshev"``,
+            the same ``p`` through its exact Chebyshev expansion (coefficients from a well-conditioned
+            float64 map), ``K`` products: the fast choice for CG on large graphs. Both apply the reported
+            ``p`` to float round-off up to degree 64.
         bias: add a learnable bias.
         p_init, p_scale: initial ``p`` (see :class:`BernsteinPolynomial`): ``"linear"`` is the classical
             ``p(L) = L`` (low-pass), ``"flat"`` has no spectral preference.
@@ -241,8 +246,8 @@ class TikhonovLayer(nn.Module):
     def __init__(self, in_channels: int, out_channels: int, *, degree: int = 4, q_hidden: int = 32,
                  q_layers: int = 2, q_kind: str = "mlp", solver: str = "auto", cg_tol: float | None = None,
                  cg_maxiter: int = 1000, cg_on_fail: str = "raise", cg_precondition: bool = True,
-                 dense_max_nodes: int = 128, symmetrize: bool = False, bias: bool = True,
-                 p_init: str = "linear", p_scale: float = 1.0):
+                 dense_max_nodes: int = 64, symmetrize: bool = False, p_recursion: str = "bernstein",
+                 bias: bool = True, p_init: str = "linear", p_scale: float = 1.0):
         super().__init__()
         _positive_int("in_channels", in_channels)
         _positive_int("out_channels", out_channels)
@@ -251,6 +256,8 @@ class TikhonovLayer(nn.Module):
         if cg_tol is not None and (isinstance(cg_tol, bool) or not isinstance(cg_tol, (int, float))
                                    or not 0 < cg_tol < 1):
             raise ValueError(f"cg_tol must be None or a number in (0, 1), got {cg_tol!r}")
+        if p_recursion not in ("bernstein", "chebyshev"):
+            raise ValueError(f"p_recursion must be 'bernstein' or 'chebyshev', got {p_recursion!r}")
         if cg_on_fail not in ("raise", "warn"):
             raise ValueError(f"cg_on_fail must be 'raise' or 'warn', got {cg_on_fail!r}")
         for name, v in (("cg_precondition", cg_precondition), ("symmetrize", symmetrize), ("bias", bias)):
@@ -260,6 +267,7 @@ class TikhonovLayer(nn.Module):
         self.solver, self.cg_tol = solver, None if cg_tol is None else float(cg_tol)
         self.cg_maxiter = _positive_int("cg_maxiter", cg_maxiter)
         self.cg_on_fail, self.cg_precondition, self.symmetrize = cg_on_fail, cg_precondition, symmetrize
+        self.p_recursion = p_recursion
         self.dense_max_nodes = _positive_int("dense_max_nodes", dense_max_nodes)
         self.lin = nn.Linear(in_channels, out_channels, bias=False)
         self.bias = nn.Parameter(torch.zeros(out_channels)) if bias else None
@@ -324,11 +332,11 @@ class TikhonovLayer(nn.Module):
             L, mask = dense_laplacian(entries[0], n, batch, dtype=h.dtype, entries=entries)
             bd, _ = to_dense_batch(b, batch, max_num_nodes=L.size(-1))
             qd, _ = to_dense_batch(q[:, None], batch, max_num_nodes=L.size(-1))
-            return solve_dense(L, mask, theta, qd.squeeze(-1), bd)[mask]
+            return solve_dense(L, mask, theta, qd.squeeze(-1), bd, recursion=self.p_recursion)[mask]
         tol = self.cg_tol if self.cg_tol is not None else (1e-10 if h.dtype == torch.float64 else 1e-5)
         log = {}
         y = solve_cg(entries, theta, q, b, tol=tol, maxiter=self.cg_maxiter, precondition=self.cg_precondition,
-                     on_fail=self.cg_on_fail, log=log)
+                     on_fail=self.cg_on_fail, recursion=self.p_recursion, log=log)
         self.last_cg_iterations = log["iterations"]  # the backward solve appends to this list
         return y
 
