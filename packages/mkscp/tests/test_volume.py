@@ -58,7 +58,8 @@ def test_mks_volume_box_vs_ellipsoid_d2(rng):
     ell = region_volume(s, q, E, method="ellipsoid", random_state=0)
     box = region_volume(s, q, E, method="box", random_state=0)
     assert ell["stable"] and box["stable"] and ell["method"] == "ellipsoid"
-    assert region_volume(s, q, E)["method"] == "ellipsoid"  # auto at d <= 3
+    auto = region_volume(s, q, E, random_state=0)
+    assert auto["method"] == "adaptive" and abs(auto["volume"] - box["volume"]) < 4 * math.hypot(auto["se"], box["se"])
     assert abs(ell["volume"] - box["volume"]) < 4 * math.hypot(ell["se"], box["se"])
     assert region_volume(s, q, E, random_state=5)["volume"] == region_volume(s, q, E, random_state=5)["volume"]
 

@@ -8,6 +8,7 @@ as a ratio to named references scored on the same points in the same rounds (KDE
 from __future__ import annotations
 
 import logging
+import warnings
 from functools import partial
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from scipy.stats import spearmanr
 from mkscp.baselines import KDEScore, MahalanobisScore, MMDScore
 from mkscp.data import sample_residuals
 from mkscp.mks import MKSScore
-from mkscp.volume import box_points, ellipsoid_points, mixture_points
+from mkscp.volume import region_volume
 from paperworks import Claim
 from paperworks.bench import compare
 
@@ -41,7 +42,7 @@ def run_bench(cfg, out_dir: Path | None = None) -> dict:
     n_claim = int(b.n_fit_claim)
     n_fits = sorted({int(v) for v in b.n_fits} | {n_claim})
     n_big, m = max(n_fits), int(b.nystrom_components)
-    rows, fits, claims = [], {}, []
+    rows, fits, claims, extra_ratios = [], {}, [], {}
 
     # fit time, exact vs Nyström, at each n_fit (a fit of tens of seconds needs no warm-up round)
     for n in n_fits:
@@ -78,6 +79,8 @@ def run_bench(cfg, out_dir: Path | None = None) -> dict:
         log.info("score n_fit=%d: %s", n, ", ".join(f"{k} {res.median(k, 'cpu'):.2f}s cpu" for k in models))
         if n == n_claim:
             t = res.time("exact", "cpu")
+            ratios = {k: res.speedup(k, over="exact", kind="cpu") for k in ("mahalanobis", "kde", "mmd")}
+            extra_ratios = {f"mks_cpu_over_{k}": v.to_dict() for k, v in ratios.items()}
             kde, maha = res.speedup("kde", over="exact", kind="cpu"), res.speedup("mahalanobis", over="exact", kind="cpu")
             claims.append(Claim.threshold(
                 "scoring_100k_points", f"Scoring {n_score:,} test points with n_fit = {n_claim:,} takes a few seconds "
@@ -101,18 +104,25 @@ def run_bench(cfg, out_dir: Path | None = None) -> dict:
             paired=True, scale="log",
             notes=f"median speed-up (CPU) {res_big.speedup('nystrom', over='exact', kind='cpu').value:.3g}×"))
 
-    # volume-estimation cost: drawing the points and scoring them with the MKS
-    E = fits[n_claim][0]
-    mks, maha = MKSScore().fit(E), MahalanobisScore().fit(E)
-    r = 1.2 * float(np.sqrt(maha.nonconformity(E).max()))
-    gens = {"box": lambda k: box_points(E.min(0) - 1, E.max(0) + 1, k, rng),
-            "ellipsoid": lambda k: ellipsoid_points(maha.location_, maha.covariance_, r, k, rng),
-            "mixture": lambda k: mixture_points(E, maha.location_, maha.covariance_, r, k, rng)}
-    for n_points in [int(v) for v in b.volume_points]:
-        res = compare({k: partial(_sample_and_score, g, mks, n_points) for k, g in gens.items()}, repeats=reps,
-                      warmup=0, threads=threads)
+    # volume-estimation cost: the public region_volume at its stated accuracy (auto) vs a fixed uniform budget
+    for vd in sorted({d, int(b.get("volume_d", 6))}):
+        r = np.random.default_rng([vd, 17])
+        E, Ec = sample_residuals("banana", n_claim, vd, r), sample_residuals("banana", n_claim, vd, r)
+        mks = MKSScore().fit(E)
+        q = mks.calibrate(Ec, 0.1)
+        npts = int(b.volume_points)
+        cands = {"auto": partial(region_volume, mks, q, E, rtol=float(b.get("volume_rtol", 0.02)), random_state=1),
+                 "ellipsoid_fixed": partial(region_volume, mks, q, E, method="ellipsoid", n_points=npts,
+                                            max_points=npts, random_state=2)}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            res = compare(cands, repeats=reps, warmup=0, threads=threads)
+            info = {k: f() for k, f in cands.items()}
         for row in res.rows():
-            rows.append({"what": "volume", "variant": row["candidate"], "n_points": n_points, **row})
+            e = info[row["candidate"]]
+            rows.append({"what": "volume", "variant": row["candidate"], "d": vd, "n_fit": n_claim,
+                         "n_points": e["n_points"], "rel_se": e["rel_se"], "stable": e["stable"],
+                         "sampler": e["method"], **row})
 
     def plots(out_dir: Path) -> None:
         from mkscp.plot import plot_bench
@@ -120,4 +130,4 @@ def run_bench(cfg, out_dir: Path | None = None) -> dict:
         plot_bench(rows, Path(out_dir) / "bench_times.png")
 
     return {"claims": claims, "metrics": rows, "seeds": [int(cfg.get("seed", 0))], "plots": plots,
-            "extra": {"bench_rows": rows}}
+            "extra": {"bench_rows": rows, "scoring_cpu_ratios": extra_ratios}}

@@ -252,15 +252,15 @@ class MultivariateConformalRegressor(RegressorMixin, BaseEstimator):
         """The volume of the prediction region at each row of ``X``, shape ``(n,)``.
 
         Closed form for ellipsoids and boxes. Otherwise Monte Carlo by
-        :func:`mkscp.volume.region_volume`: ``method="auto"`` samples uniformly in a grown Mahalanobis
-        ellipsoid for ``d <= 3`` and from a defensive Gaussian-mixture importance sampler for
-        ``d >= 4``; points are added until the relative standard error is below ``rtol`` (the
+        :func:`mkscp.volume.region_volume`: ``method="auto"`` uses the variance-targeted importance
+        sampler (a Gaussian mixture fitted to the region found by a pilot, with a defensive uniform
+        part; uniform points in an interval for one output); points are added until the relative standard error is below ``rtol`` (the
         stated accuracy; ``info["stable"]`` says whether it was reached within ``max_points``). A
         global score has the same volume at every ``x``. An unbounded region gives ``inf`` and an
         :class:`~mkscp.base.UnboundedRegionWarning`.
 
         Args:
-            method: ``"auto"``, ``"ellipsoid"``, ``"mixture"`` or ``"box"``.
+            method: ``"auto"``, ``"adaptive"``, ``"ellipsoid"``, ``"mixture"`` or ``"box"``.
             random_state: seed of the Monte Carlo (``None``: fresh entropy).
             return_info: also return the estimator's dict (``se``, ``rel_se``, ``stable``, ...).
         """

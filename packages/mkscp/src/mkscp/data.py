@@ -77,3 +77,120 @@ def macrodata_growth(lags: int = 2):
     g = 400.0 * np.diff(levels, axis=0)
     X = np.hstack([g[lags - k - 1:len(g) - k - 1] for k in range(lags)])
     return X, g[lags:]
+
+
+# users' data ---------------------------------------------------------------------------------------
+def load_table(path, targets=None, features=None, *, x_key: str = "X", y_key: str = "Y"):
+    """Features and targets from a user's ``.csv`` or ``.npz`` file.
+
+    - ``.csv``: a header row, then one row per sample; ``targets`` are column names (or 0-based
+      indices, at least one), ``features`` the feature columns (default: every other column).
+    - ``.npz``: arrays ``x_key`` (shape ``(n, p)``) and ``y_key`` (``(n, d)``); ``targets`` picks
+      columns of ``Y`` by index (default: all). Loaded with ``allow_pickle=False``.
+
+    Rows with a missing or non-numeric value, NaN or inf in a used column are skipped and counted.
+
+    Returns:
+        ``(X, Y, info)``: float arrays of shapes ``(n, p)`` and ``(n, d)``, and ``info`` with
+        ``rows`` (kept), ``skipped``, ``skipped_lines`` (the first 20: csv line numbers, 1 = header;
+        npz row indices), ``targets`` and ``features`` (names).
+    """
+    from pathlib import Path
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"data.path: no such file {str(path)!r}")
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        X, Y, info = _load_csv(path, targets, features)
+    elif suffix == ".npz":
+        X, Y, info = _load_npz(path, targets, x_key, y_key)
+    else:
+        raise ValueError(f"data.path must end in .csv or .npz, got {path.name!r}")
+    if len(Y) < 2:
+        raise ValueError(f"{path.name}: only {len(Y)} usable row(s) ({info['skipped']} skipped, first at lines "
+                         f"{info['skipped_lines']})")
+    return X, Y, info
+
+
+def _columns(spec, header, what):
+    if spec is None:
+        return None
+    items = [spec] if isinstance(spec, (str, int)) else list(spec)
+    out = []
+    for c in items:
+        if isinstance(c, bool):
+            raise TypeError(f"data.{what}: {c!r} is not a column")
+        if isinstance(c, int):
+            if not 0 <= c < len(header):
+                raise ValueError(f"data.{what}: column index {c} out of range (the file has {len(header)} columns)")
+            out.append(c)
+        elif str(c) in header:
+            out.append(header.index(str(c)))
+        else:
+            raise ValueError(f"data.{what}: no column {c!r}; the columns are {header}")
+    if not out:
+        raise ValueError(f"data.{what} must name at least one column")
+    return out
+
+
+def _load_csv(path, targets, features):
+    import csv
+
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        reader = csv.reader(f)
+        header = [h.strip() for h in next(reader, [])]
+        if not header:
+            raise ValueError(f"{path.name}: empty file (a header row is required)")
+        if targets is None:
+            raise ValueError("data.targets is required for a csv file: the target column names, e.g. "
+                             "data.targets=[y1,y2]")
+        t = _columns(targets, header, "targets")
+        fcols = _columns(features, header, "features")
+        if fcols is None:
+            fcols = [i for i in range(len(header)) if i not in t]
+        if not fcols:
+            raise ValueError("no feature columns left: name them with data.features")
+        if set(fcols) & set(t):
+            raise ValueError("a column cannot be both a feature and a target")
+        X, Y, bad = [], [], []
+        for line, row in enumerate(reader, start=2):
+            if not row or all(not c.strip() for c in row):
+                continue
+            try:
+                x = [float(row[i]) for i in fcols]
+                y = [float(row[i]) for i in t]
+            except (ValueError, IndexError):
+                bad.append(line)
+                continue
+            if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
+                bad.append(line)
+                continue
+            X.append(x)
+            Y.append(y)
+    info = {"rows": len(Y), "skipped": len(bad), "skipped_lines": bad[:20], "targets": [header[i] for i in t],
+            "features": [header[i] for i in fcols]}
+    return (np.asarray(X, dtype=float).reshape(-1, len(fcols)), np.asarray(Y, dtype=float).reshape(-1, len(t)),
+            info)
+
+
+def _load_npz(path, targets, x_key, y_key):
+    with np.load(path, allow_pickle=False) as f:
+        for k in (x_key, y_key):
+            if k not in f:
+                raise ValueError(f"{path.name}: no array {k!r}; it holds {sorted(f.files)} (set data.x_key / data.y_key)")
+        X, Y = f[x_key], f[y_key]
+    if X.dtype.kind not in "biuf" or Y.dtype.kind not in "biuf":
+        raise TypeError(f"{path.name}: {x_key} and {y_key} must be numeric, got {X.dtype} and {Y.dtype}")
+    X = X.astype(float).reshape(len(X), -1)
+    Y = Y.astype(float).reshape(len(Y), -1)
+    if len(X) != len(Y):
+        raise ValueError(f"{path.name}: {x_key} has {len(X)} rows but {y_key} has {len(Y)}")
+    if targets is not None:
+        Y = Y[:, _columns(targets, [str(i) for i in range(Y.shape[1])], "targets")]
+    ok = np.all(np.isfinite(X), axis=1) & np.all(np.isfinite(Y), axis=1)
+    bad = np.flatnonzero(~ok).tolist()
+    info = {"rows": int(ok.sum()), "skipped": len(bad), "skipped_lines": bad[:20],
+            "targets": [f"{y_key}[:, {i}]" for i in range(Y.shape[1])], "features": [f"{x_key}[:, {i}]"
+                                                                                    for i in range(X.shape[1])]}
+    return X[ok], Y[ok], info

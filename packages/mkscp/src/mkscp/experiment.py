@@ -39,12 +39,22 @@ def run_cell(kind: str, d: int, seed: int, cfg) -> list[dict]:
     cut = np.cumsum(sizes)[:-1]
     (Xt, Xf, Xc, Xs), (Yt, Yf, Yc, Ys) = np.split(X, cut), np.split(Y, cut)
     model = spline_ridge().fit(Xt, Yt)
-    Ef, Ec, Es = Yf - model.predict(Xf), Yc - model.predict(Xc), Ys - model.predict(Xs)
+    return evaluate_split(model, (Xf, Yf), (Xc, Yc), (Xs, Ys), cfg, rng, {"residuals": kind, "d": d, "seed": seed})
+
+
+def evaluate_split(model, fit, cal, test, cfg, rng, meta: dict, *, score_kw: dict | None = None) -> list[dict]:
+    """Every score of ``cfg.scores`` at every alpha around a fitted ``model``: coverage, WSC and volume rows.
+
+    ``fit``, ``cal`` and ``test`` are ``(X, Y)`` pairs; ``meta`` is copied into each row; ``score_kw``
+    overrides a score's keyword arguments by name.
+    """
+    Xf, Xc, Xs = fit[0], cal[0], test[0]
+    Ef, Ec, Es = (Y - np.asarray(model.predict(X)).reshape(Y.shape) for X, Y in (fit, cal, test))
     alphas = [float(a) for a in cfg.alphas]
     scores, thresholds, fit_s = {}, {}, {}
     for name in cfg.scores:
         t0 = time.perf_counter()
-        s = make_score(name, **score_params(name, cfg)).fit(Ef, X=Xf)
+        s = make_score(name, **{**score_params(name, cfg), **(score_kw or {}).get(name, {})}).fit(Ef, X=Xf)
         fit_s[name] = time.perf_counter() - t0
         scores[name] = s
         thresholds[name] = {a: s.calibrate(Ec, a, X=Xc) for a in alphas}
@@ -56,6 +66,7 @@ def run_cell(kind: str, d: int, seed: int, cfg) -> list[dict]:
                           max_points=int(cfg.get("mc_max_points", 8 * n_mc)), rtol=float(cfg.get("mc_rtol", 0.05)),
                           random_state=rng)
     test_scores = {n: s.nonconformity(Es, X=Xs) for n, s in scores.items()}
+    wsc = bool(cfg.get("wsc_delta", 0.2)) and len(Xs) >= 20
     rows = []
     for name, s in scores.items():
         for i, a in enumerate(alphas):
@@ -75,9 +86,9 @@ def run_cell(kind: str, d: int, seed: int, cfg) -> list[dict]:
                 v = {"volume": math.inf, "se": 0.0, "rel_se": 0.0, "stable": True, "truncated": False, "n_points": 0,
                      "method": "unbounded"}
             rows.append({
-                "residuals": kind, "d": d, "seed": seed, "alpha": a, "score": name,
+                **meta, "alpha": a, "score": name,
                 "coverage": coverage(inside),
-                "wsc": worst_slab_coverage(Xs, inside, delta=float(cfg.get("wsc_delta", 0.2))),
+                "wsc": worst_slab_coverage(Xs, inside, delta=float(cfg.get("wsc_delta", 0.2))) if wsc else math.nan,
                 "volume": v["volume"], "volume_se": v["se"], "volume_rel_se": v["rel_se"],
                 "volume_stable": v["stable"], "bounded": bounded, "mc_truncated": v["truncated"],
                 "mc_method": v["method"], "mc_points": v["n_points"], "fit_s": fit_s[name],

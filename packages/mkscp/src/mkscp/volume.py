@@ -4,10 +4,16 @@
 shared points, as the experiments use it) pick, with ``method="auto"``:
 
 - the closed form for ellipsoids and boxes (``score.closed_form_volume``);
-- for ``d <= 3``, uniform points in an expanded Mahalanobis ellipsoid (``"ellipsoid"``);
-- for ``d >= 4``, where a uniform domain wastes most points, mixture importance sampling
-  (``"mixture"``): draws from a defensive mixture ``0.8 GMM + 0.2 Uniform(ellipsoid)``, the Gaussian
-  mixture fitted to the fit residuals, each point weighted by ``1 / proposal density``;
+- otherwise (``d >= 2``) the variance-targeted importance sampler ``"adaptive"``: a pilot from the
+  mixture sampler (below) locates the region; a Gaussian mixture fitted to the pilot's points in the
+  region (resampled by weight, so nearly uniform on it) plus a defensive 30% uniform on an ellipsoid
+  around the region is the proposal, each point weighted by ``1 / proposal density``. Its density is
+  nearly flat on the region, so the weights vary little: at d = 6 it reaches 1.4% relative standard
+  error with 20,000 points where uniform sampling in the data's ellipsoid reaches 18% with 100,000.
+  (It is also used at d = 2, 3, where it measured 3-5x more precise per point than uniform sampling.)
+- ``"ellipsoid"``: uniform points in an expanded Mahalanobis ellipsoid of the residuals (``d = 1``);
+- ``"mixture"``: a defensive mixture ``0.8 GMM + 0.2 Uniform(ellipsoid)``, the Gaussian mixture fitted
+  to the fit residuals (the 0.1 experiments' sampler);
 - ``"box"``: uniform points in a bounding box (a cross-check for small ``d``).
 
 The estimate is ``V = mean(w 1[s <= q])`` with standard error ``se = sd / sqrt(n)``. The domain
@@ -168,9 +174,9 @@ def region_volumes(scores: Mapping, thresholds: Mapping, E, *, method: str = "au
             e.g. the Bonferroni box's per-coordinate thresholds).
         E: the fit residuals, shape ``(n, d)``: they place the proposal (Mahalanobis ellipsoid or box,
             Gaussian mixture).
-        method: ``"auto"`` (closed form where one exists, else ``"ellipsoid"`` for ``d <= 3`` and
-            ``"adaptive"`` for ``d >= 4``), or one Monte-Carlo sampler for every score:
-            ``"ellipsoid"``, ``"adaptive"``, ``"mixture"`` or ``"box"``.
+        method: ``"auto"`` (closed form where one exists, else ``"adaptive"``; ``"ellipsoid"`` for
+            ``d = 1``), or one Monte-Carlo sampler for every score: ``"ellipsoid"``, ``"adaptive"``,
+            ``"mixture"`` or ``"box"``.
         n_points: the first batch; later batches double the total.
         max_points: the most points drawn for one domain.
         rtol: the target relative standard error ``se / V`` of every estimate.
@@ -206,7 +212,7 @@ def region_volumes(scores: Mapping, thresholds: Mapping, E, *, method: str = "au
                 todo.append((name, i, q))
     if not todo:
         return out
-    kind = ("ellipsoid" if d <= 3 else "adaptive") if method == "auto" else method
+    kind = ("ellipsoid" if d == 1 else "adaptive") if method == "auto" else method
     opts = {"n_points": n_points, "max_points": max_points, "rtol": rtol, "growth": growth, "max_grow": max_grow}
     if kind == "adaptive":
         # one domain per score (its thresholds are nested regions): the ellipsoid fitted to its largest region
