@@ -1,15 +1,34 @@
+import shlex
 from pathlib import Path
 
-from paperworks.testing import readme_python_blocks
+from paperworks.testing import readme_python_blocks, run_cli
+
+README = Path(__file__).parents[1] / "README.md"
 
 
 def test_readme_quickstart_runs():
-    blocks = readme_python_blocks(Path(__file__).parents[1] / "README.md")
+    blocks = readme_python_blocks(README)
+    ns = {}  # the blocks continue one another
     for block in blocks:
-        exec(compile(block, "README.md", "exec"), {})
+        exec(compile(block, "README.md", "exec"), ns)
+    assert ns["gs"].best_params_["nonconformity_score"] in ("mks", "mahalanobis", "bonferroni")
 
 
 def test_readme_has_the_sections():
     text = (Path(__file__).parents[1] / "README.md").read_text()
     for h in ("## Paper", "## Method", "## Install", "## Quickstart", "## CLI", "## Results"):
         assert h in text
+
+
+def test_readme_user_data_example_runs(tmp_path, monkeypatch):
+    # the "Your data" section: write load_linnerud to a CSV, then run the CLI line exactly as printed
+    monkeypatch.chdir(tmp_path)
+    for block in readme_python_blocks(README, "## Your data"):
+        exec(compile(block, "README.md", "exec"), {})
+    section = README.read_text().split("## Your data", 1)[1].split("\n## ", 1)[0]
+    line = next(ln for ln in section.splitlines() if ln.startswith("mkscp experiment=data"))
+    args = shlex.split(line)[1:]
+    doc = run_cli("mkscp", tmp_path / "run", *args, "seeds=2", "n_mc=2000", "mc_max_points=8000")
+    assert doc["experiment"] == "data" and doc["extra"]["data"]["n"] == 20 and doc["extra"]["data"]["d"] == 3
+    assert doc["extra"]["data"]["features"] == ["Chins", "Situps", "Jumps"]
+    assert {c["id"] for c in doc["claims"]} == {"volume_vs_mahalanobis"}

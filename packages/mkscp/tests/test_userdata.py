@@ -5,11 +5,9 @@ import pytest
 from mkscp.data import load_table
 from mkscp.run import run
 from mkscp.userdata import make_estimator
-from sklearn.datasets import load_linnerud
 from sklearn.ensemble import RandomForestRegressor
 
 from paperworks.hydra_glue import compose
-from paperworks.testing import run_cli
 
 
 def test_csv_loader_skips_and_counts_bad_rows(tmp_path):
@@ -59,13 +57,6 @@ def test_estimator_by_import_path():
         make_estimator("numpy.linalg.norm")
 
 
-@pytest.fixture(scope="module")
-def linnerud_csv(tmp_path_factory):
-    f = tmp_path_factory.mktemp("data") / "linnerud.csv"
-    load_linnerud(as_frame=True).frame.to_csv(f, index=False)
-    return f
-
-
 def test_user_data_run_in_process(tmp_path):
     # a 3-output data set with structure the regressor can learn, through the same code as the CLI
     rng = np.random.default_rng(1)
@@ -84,12 +75,3 @@ def test_user_data_run_in_process(tmp_path):
     with pytest.raises(ValueError, match=r"needs at least 149 calibration points \(bonferroni"):
         run(compose("mkscp", ["experiment=data", f"data.path={tmp_path / 'd.npz'}", "alphas=[0.02]",
                               "data.splits.cal=0.1"]))
-
-
-def test_cli_on_linnerud(linnerud_csv, tmp_path):
-    doc = run_cli("mkscp", tmp_path / "run", "experiment=data", f"data.path={linnerud_csv}",
-                  "data.targets=[Weight,Waist,Pulse]", "alphas=[0.2]", "scores=[mks,mahalanobis]", "seeds=2",
-                  "n_mc=2000", "mc_max_points=8000")
-    assert doc["experiment"] == "data" and doc["extra"]["data"]["n"] == 20
-    assert doc["extra"]["data"]["features"] == ["Chins", "Situps", "Jumps"]
-    assert {c["id"] for c in doc["claims"]} == {"volume_vs_mahalanobis"}
