@@ -41,3 +41,18 @@ def test_bad_arguments(kw, match):
     args = {"name": "gcn", "task": "graph", "pool": "sum", **kw}
     with pytest.raises(ValueError, match=match):
         Baseline(args["name"], 4, 8, 3, task=args["task"], pool=args["pool"])
+
+
+def test_early_stopping_keeps_the_best_validation_weights():
+    import numpy as np
+    from tikhonovgnn.baselines import make_model
+    from tikhonovgnn.data import colour_topology_graphs
+    from tikhonovgnn.train import graph_accuracy, train_graph_classifier
+
+    graphs = colour_topology_graphs(40, np.random.default_rng(0), min_nodes=8, max_nodes=10)
+    torch.manual_seed(0)
+    model = make_model("gin", 5, 8, 3, task="graph", num_layers=2)
+    log = {}
+    train_graph_classifier(model, graphs[:24], epochs=30, lr=0.05, val=graphs[24:], patience=2, log=log)
+    assert log["epochs_run"] <= 30 and log["epochs_run"] - log["best_epoch"] <= 2
+    assert graph_accuracy(model, graphs[24:]) == log["best_val_acc"]  # the restored weights are the best ones

@@ -1,6 +1,7 @@
 from paperworks.testing import run_cli
 
-CLAIMS = {"accuracy_matches_gin", "q_masking_faithful", "q_motif_auroc", "p_lowpass_at_high_homophily",
+CLAIMS = {"accuracy_matches_gin", "q_masking_faithful", "q_motif_auroc", "q_agrees_across_seeds",
+          "p_lowpass_at_high_homophily",
           "p_highpass_at_low_homophily", "global_receptive_field"}
 CHECKS = {"exact_minimiser", "cg_matches_dense", "distinct_explanations_distinct_operators", "nullspace_one_dimensional",
           "gauge_freedom", "R_dense_on_connected_graphs", "explanation_deterministic"}

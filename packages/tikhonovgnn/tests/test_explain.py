@@ -3,7 +3,7 @@ import torch
 from tikhonovgnn import QExplainer, TikhonovGNN
 from tikhonovgnn.baselines import Baseline
 from tikhonovgnn.data import motif_graphs
-from tikhonovgnn.explain import make_explainer, motif_faithfulness, rerun_agreement
+from tikhonovgnn.explain import make_explainer, motif_faithfulness, rank_agreement, rerun_agreement
 
 
 @pytest.fixture
@@ -25,7 +25,9 @@ def test_q_explainer_returns_the_layer_q(models):
 def test_faithfulness_metrics_are_in_range(models):
     tik, gin = models
     graphs = motif_graphs(2, 0, base_nodes=10)
-    out = motif_faithfulness(tik, gin, graphs, top_k=5, gnnexplainer_epochs=2)
+    masks = {}
+    out = motif_faithfulness(tik, gin, graphs, top_k=5, gnnexplainer_epochs=2, masks=masks)
+    assert [m.shape for m in masks["q"]] == [(g.num_nodes,) for g in graphs] == [m.shape for m in masks["gnnexplainer"]]
     assert set(out) >= {"auroc_q", "auroc_gnnexplainer", "fid_plus_q", "fid_plus_random", "fid_plus_motif"}
     assert all(0.0 <= v <= 1.0 for v in out.values())
     agree = rerun_agreement(tik, gin, graphs[:1], gnnexplainer_epochs=2)
@@ -35,3 +37,12 @@ def test_faithfulness_metrics_are_in_range(models):
 def test_bad_algorithm(models):
     with pytest.raises(ValueError, match="algorithm"):
         make_explainer(models[0], "saliency")
+
+
+def test_rank_agreement_matches_scipy_and_handles_constant_masks():
+    from scipy.stats import spearmanr
+
+    a, b = [0.1, 0.5, 0.2, 0.9], [1.0, 3.0, 2.5, 4.0]
+    assert rank_agreement(a, b) == pytest.approx(spearmanr(a, b).statistic)
+    assert rank_agreement([1, 1, 1], [2, 2, 2]) == 1.0
+    assert rank_agreement([1, 1, 1], [1, 2, 3]) == 0.0

@@ -18,7 +18,7 @@ from torch_geometric.explain.metric import fidelity
 
 from paperworks.metrics import auroc, spearman
 
-__all__ = ["QExplainer", "make_explainer", "motif_faithfulness", "rerun_agreement"]
+__all__ = ["QExplainer", "make_explainer", "motif_faithfulness", "rerun_agreement", "rank_agreement"]
 
 _MODEL_CONFIG = {"mode": "multiclass_classification", "task_level": "graph", "return_type": "raw"}
 
@@ -53,12 +53,14 @@ def _with_mask(expl: Explanation, mask: Tensor) -> Explanation:
     return out
 
 
-def motif_faithfulness(model, gin, graphs, *, top_k: int = 5, gnnexplainer_epochs: int = 100, seed: int = 0) -> dict:
+def motif_faithfulness(model, gin, graphs, *, top_k: int = 5, gnnexplainer_epochs: int = 100, seed: int = 0,
+                       masks: dict | None = None) -> dict:
     """Per-graph faithfulness of the ``q`` explanation on motif graphs (with ``node_mask``).
 
     Returns mean over ``graphs`` of: ``auroc_q`` (q ranking vs motif), ``auroc_gnnexplainer`` (GNNExplainer
     on ``gin`` vs motif), and PyG fidelity+ / fidelity- of the Tikhonov model when masking the top-k
-    ``q`` nodes, k random nodes, or the motif nodes.
+    ``q`` nodes, k random nodes, or the motif nodes. ``masks`` (a dict) receives the per-graph node
+    masks, ``masks["q"]`` and ``masks["gnnexplainer"]`` (lists of numpy arrays).
     """
     gen = torch.Generator().manual_seed(seed)
     soft_q = make_explainer(model, "q")
@@ -73,6 +75,9 @@ def motif_faithfulness(model, gin, graphs, *, top_k: int = 5, gnnexplainer_epoch
         hard = hard_q(g.x, g.edge_index)
         rand = torch.zeros(g.num_nodes)
         rand[torch.randperm(g.num_nodes, generator=gen)[:top_k]] = 1.0
+        if masks is not None:
+            masks.setdefault("q", []).append(q.numpy().copy())
+            masks.setdefault("gnnexplainer", []).append(gm.detach().numpy().copy())
         row = {"auroc_q": auroc(truth.numpy(), q.numpy()), "auroc_gnnexplainer": auroc(truth.numpy(), gm.numpy())}
         for name, e in (("q", hard), ("random", _with_mask(hard, rand)), ("motif", _with_mask(hard, truth.float()))):
             row[f"fid_plus_{name}"], row[f"fid_minus_{name}"] = fidelity(hard_q, e)
@@ -95,3 +100,11 @@ def rerun_agreement(model, gin, graphs, *, gnnexplainer_epochs: int = 100, seed:
         b = gnnx(g.x, g.edge_index).node_mask.view(-1).numpy()
         out["gnnexplainer"].append(spearman(a, b))
     return {k: float(np.mean(v)) for k, v in out.items()}
+
+
+def rank_agreement(a, b) -> float:
+    """Spearman correlation of two node masks; a constant mask agrees only with another constant one."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if np.ptp(a) == 0 or np.ptp(b) == 0:
+        return 1.0 if np.ptp(a) == np.ptp(b) == 0 else 0.0
+    return spearman(a, b)

@@ -20,19 +20,38 @@ def _check_finite(loss: torch.Tensor, epoch: int, name: str) -> None:
 
 
 def train_graph_classifier(model: nn.Module, train, *, epochs: int, lr: float = 0.01, weight_decay: float = 0.0,
-                           batch_size: int = 32, seed: int = 0, name: str = "model") -> nn.Module:
-    """Adam on cross-entropy over PyG mini-batches; returns the model in eval mode."""
+                           batch_size: int = 32, seed: int = 0, name: str = "model", val=None,
+                           patience: int | None = None, log: dict | None = None) -> nn.Module:
+    """Adam on cross-entropy over PyG mini-batches; returns the model in eval mode.
+
+    With ``val`` (a list of graphs): after every epoch the validation accuracy is measured, the best
+    weights are kept (earliest epoch on ties) and restored at the end, and training stops once
+    ``patience`` epochs pass without improvement (early stopping; ``epochs`` is then the cap).
+    ``log`` receives ``epochs_run``, ``best_epoch`` and ``best_val_acc``.
+    """
     g = torch.Generator().manual_seed(seed)
     loader = DataLoader(train, batch_size=batch_size, shuffle=True, generator=g)
     opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
-    model.train()
+    best, best_epoch, best_state, epoch = -1.0, -1, None, -1
     for epoch in range(epochs):
+        model.train()
         for b in loader:
             opt.zero_grad()
             loss = F.cross_entropy(model(b.x, b.edge_index, b.batch), b.y)
             _check_finite(loss, epoch, name)
             loss.backward()
             opt.step()
+        if val is not None:
+            acc = graph_accuracy(model, val)
+            if acc > best:
+                best, best_epoch = acc, epoch
+                best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+            elif patience is not None and epoch - best_epoch >= patience:
+                break
+    if best_state is not None:
+        model.load_state_dict(best_state)
+    if log is not None:
+        log.update(epochs_run=epoch + 1, best_epoch=best_epoch + 1, best_val_acc=best)
     return model.eval()
 
 
