@@ -6,7 +6,7 @@
 
 from tikhonovgnn.baselines import BASELINES, Baseline
 from tikhonovgnn.explain import QExplainer
-from tikhonovgnn.solve import normalized_laplacian
+from tikhonovgnn.solve import CGError, normalized_laplacian
 from tikhonovgnn.tikhonov import (
     BernsteinPolynomial,
     QNetwork,
@@ -21,6 +21,7 @@ __all__ = [
     "BASELINES",
     "Baseline",
     "BernsteinPolynomial",
+    "CGError",
     "QExplainer",
     "QNetwork",
     "TikhonovGNN",
@@ -30,4 +31,4 @@ __all__ = [
     "recover_explanation",
     "tikhonov_objective",
 ]
-__version__ = "0.1.0"
+__version__ = "0.2.0"
