@@ -32,3 +32,11 @@ def test_readme_user_data_example_runs(tmp_path, monkeypatch):
     assert doc["experiment"] == "data" and doc["extra"]["data"]["n"] == 20 and doc["extra"]["data"]["d"] == 3
     assert doc["extra"]["data"]["features"] == ["Chins", "Situps", "Jumps"]
     assert {c["id"] for c in doc["claims"]} == {"volume_vs_mahalanobis"}
+
+
+def test_readme_detail_tables_match_the_records():
+    from mkscp.report import render
+
+    old, new = render(README.parent)
+    assert "<!-- mkscp:extra paper -->" in old and "<!-- mkscp:extra bench -->" in old
+    assert old == new, "run `python -m mkscp.report packages/mkscp`"

@@ -11,6 +11,7 @@ from mkscp.baselines import (
 from mkscp.conformal import MultivariateConformalRegressor, make_score
 from mkscp.metrics import coverage, worst_slab_coverage
 from mkscp.mks import MKSScore
+from mkscp.volume import region_volume, region_volumes
 
 __all__ = [
     "BaseScore",
@@ -26,6 +27,8 @@ __all__ = [
     "coverage",
     "make_score",
     "min_calibration_size",
+    "region_volume",
+    "region_volumes",
     "worst_slab_coverage",
 ]
-__version__ = "0.1.0"
+__version__ = "0.2.0"
