@@ -97,7 +97,7 @@ def test_variable_count_formula(rng, shape, m, random_hists):
     _, info = fixed_support_barycenter(h, shape, log=True)
     N, d = int(np.prod(shape)), len(shape)
     assert info["n_variables"] == m * N * sum(shape) + N == n_variables(shape, m)
-    assert info["n_constraints"] == (d + 1) * m * N
+    assert info["n_constraints"] == (d + 1) * m * N - (m - 1)  # the M - 1 dependent rows are dropped
     if len(set(shape)) == 1:  # cube grids: d M N^(1+1/d) + N
         assert info["n_variables"] == round(d * m * N ** (1 + 1 / d)) + N
     _, ref = full_lp_barycenter(h, shape, log=True)
@@ -128,12 +128,29 @@ def test_euclidean_approximation_is_labelled_and_an_upper_bound(rng, random_hist
     assert info["objective"] == pytest.approx(direct, rel=1e-7)
 
 
-def test_torch_in_torch_out(rng, random_hists):
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_torch_in_torch_out_float64(rng, random_hists, dtype):
     torch = pytest.importorskip("torch")
     h = random_hists(rng, 2, (3, 4))
-    nu_t = fixed_support_barycenter(torch.tensor(h, dtype=torch.float64), (3, 4))
+    t = torch.tensor(h, dtype=getattr(torch, dtype))
+    t = t / t.sum(dim=(1, 2), keepdim=True)  # normalised in float32: masses equal only to float32 rounding
+    nu_t, info = fixed_support_barycenter(t, (3, 4), weights=torch.tensor([0.3, 0.7], dtype=t.dtype), log=True)
     assert isinstance(nu_t, torch.Tensor) and nu_t.dtype == torch.float64 and nu_t.shape == (3, 4)
-    np.testing.assert_allclose(nu_t.numpy(), fixed_support_barycenter(h, (3, 4)), atol=1e-12)
+    h64 = t.double().numpy()
+    ref = full_objective(h64 / h64.sum(axis=(1, 2), keepdims=True), (3, 4), np.array([0.3, 0.7]))
+    assert info["objective"] == pytest.approx(ref, rel=1e-6)
+
+
+def test_float32_numpy_is_accepted_and_float64_out(rng):
+    h = rng.random((3, 6, 6)).astype(np.float32)
+    h /= h.sum(axis=(1, 2), keepdims=True)
+    assert np.ptp(h.astype(np.float64).sum(axis=(1, 2))) > 0  # unequal in float64: the case 0.1 refused
+    nu, info = fixed_support_barycenter(h, (6, 6), log=True)
+    assert nu.dtype == np.float64
+    h64 = h.astype(np.float64) / h.astype(np.float64).sum(axis=(1, 2), keepdims=True)
+    assert info["objective"] == pytest.approx(full_objective(h64, (6, 6), np.full(3, 1 / 3)), rel=1e-6)
+    with pytest.raises(ValueError, match="equal masses"):  # float64 keeps the tight tolerance
+        fixed_support_barycenter(h.astype(np.float64) * np.array([1, 1, 1 + 1e-6])[:, None, None], (6, 6))
 
 
 def test_flat_histograms_accepted(rng, random_hists):
@@ -158,6 +175,12 @@ def _good(rng, random_hists):
     (lambda h: h, {"weights": [1.5, -0.5]}, "weights must be finite and non-negative"),
     (lambda h: h, {"cost": "cosine"}, "cost must be one of"),
     (lambda h: h, {"solver": "gurobi"}, "solver must be one of"),
+    (lambda h: h, {"time_limit": -1}, "time_limit must be a positive"),
+    (lambda h: h, {"time_limit": float("nan")}, "time_limit must be a positive"),
+    (lambda h: h, {"highs_options": {"time_limit": 5}}, "time_limit="),
+    (lambda h: h, {"highs_options": {"no_such_option": 1}}, "HiGHS refused"),
+    (lambda h: h, {"highs_options": {"presolve": "off"}}, "HiGHS refused"),
+    (lambda h: h, {"max_variables": 10}, "max_variables=10"),
 ])
 def test_bad_input(rng, mutate, kwargs, match, random_hists):
     h = mutate(_good(rng, random_hists))
@@ -166,13 +189,37 @@ def test_bad_input(rng, mutate, kwargs, match, random_hists):
         fixed_support_barycenter(h, **args)
 
 
+@pytest.mark.parametrize("histograms,kwargs,match", [
+    ("0.5 0.5", {}, "histograms must be an array of real numbers, got str"),
+    ({"a": [0.5, 0.5]}, {}, "histograms must be an array of real numbers, got dict"),
+    ([["0.5", "0.5"], ["0.5", "0.5"]], {}, "histograms must hold real numbers"),
+    (np.ones((2, 2), dtype=bool), {}, "histograms must hold real numbers"),
+    (np.ones((2, 2), dtype=complex), {}, "histograms must hold real numbers"),
+    (np.full((2, 2), 0.5), {"grid_shape": (4.7, 4)}, "grid_shape must be a tuple of ints"),
+    (np.full((2, 2), 0.5), {"grid_shape": (2.0,)}, "grid_shape must be a tuple of ints"),
+    (np.full((2, 2), 0.5), {"grid_shape": "44"}, "grid_shape must be a tuple of ints"),
+    (np.full((2, 2), 0.5), {"grid_shape": (True, 2)}, "grid_shape must be a tuple of ints"),
+    (np.full((2, 2), 0.5), {"time_limit": "5"}, "time_limit must be a number"),
+    (np.full((2, 2), 0.5), {"time_limit": True}, "time_limit must be a number"),
+    (np.full((2, 2), 0.5), {"weights": "0.5,0.5"}, "weights must be an array"),
+    (np.full((2, 2), 0.5), {"highs_options": [("presolve", False)]}, "highs_options must be a dict"),
+    (np.full((2, 2), 0.5), {"highs_options": {"presolve": None}}, "highs_options\\['presolve'\\]"),
+    (np.full((2, 2), 0.5), {"normalize": "yes"}, "normalize must be True or False"),
+])
+def test_coercions_are_refused(histograms, kwargs, match):
+    args = {"grid_shape": (2,), **kwargs}
+    with pytest.raises(TypeError, match=match):
+        fixed_support_barycenter(histograms, **args)
+
+
 def test_unequal_masses_normalised_on_request(rng, random_hists):
     h = _good(rng, random_hists) * np.array([1.0, 3.0])[:, None, None]
     nu = fixed_support_barycenter(h, (3, 3), normalize=True)
     assert nu.sum() == pytest.approx(1.0)
 
 
-def test_solver_time_limit_is_reported(rng, random_hists):
+def test_solver_time_limit_is_reported_not_retried(rng, random_hists):
     h = random_hists(rng, 3, (12, 12))
-    with pytest.raises(SolverError, match="did not solve"):
-        fixed_support_barycenter(h, (12, 12), time_limit=1e-9)
+    with pytest.raises(SolverError, match="did not solve") as e:
+        fixed_support_barycenter(h, (12, 12), time_limit=1e-6)
+    assert str(e.value).count("status 1:") == 1 and "presolve" not in str(e.value)  # not retried

@@ -2,7 +2,7 @@ import numpy as np
 import ot
 import pytest
 from getolp import fixed_support_barycenter, grid_cost_matrix
-from getolp.baselines import entropic_barycenter, full_lp_barycenter, pixel_mean, true_cost
+from getolp.baselines import entropic_barycenter, entropic_matched, full_lp_barycenter, pixel_mean, true_cost
 
 
 def test_full_lp_objective_is_the_true_cost_of_its_barycenter(rng, random_hists):
@@ -47,3 +47,17 @@ def test_pixel_mean_and_errors(rng, random_hists):
         entropic_barycenter(random_hists(rng, 2, (2, 2, 2)), (2, 2, 2), 0.1, method="convolutional")
     with pytest.raises(ValueError, match="nu must be"):
         true_cost(-np.ones(9), h, (3, 3))
+
+
+def test_entropic_matched_stops_at_the_first_reg_within_rtol(rng, random_hists):
+    shape = (6, 6)
+    h = random_hists(rng, 2, shape)
+    exact = fixed_support_barycenter(h, shape, log=True)[1]["objective"]
+    res = entropic_matched(h, shape, exact, rtol=0.05, regs=(1e-1, 1e-2, 1e-3), num_iter_max=2000)
+    excess = [t["excess"] for t in res["tries"]]
+    assert res["reached"] and excess[-1] <= 0.05 and all(e > 0.05 for e in excess[:-1])
+    assert res["excess"] == pytest.approx(true_cost(res["nu"], h, shape) / exact - 1, rel=1e-9)
+    never = entropic_matched(h, shape, exact, rtol=1e-9, regs=(1e-1,), num_iter_max=200)
+    assert not never["reached"] and never["excess"] > 1e-9  # censored: reported as not reached
+    with pytest.raises(ValueError, match="decreasing"):
+        entropic_matched(h, shape, exact, regs=(1e-3, 1e-2))

@@ -1,10 +1,14 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from getolp.barycenter import n_variables
 from getolp.data import (
+    KINDS,
     digits_histograms,
+    fit_grid,
     load_histogram,
     recolor,
+    resample,
     rgb_histogram,
     sample_images,
     synthetic_histograms,
@@ -12,13 +16,20 @@ from getolp.data import (
 from PIL import Image
 
 
-@pytest.mark.parametrize("kind", ["random", "sparse", "blobs"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_synthetic_histograms_are_probabilities(rng, kind):
     h = synthetic_histograms(rng, 3, (6, 5), kind, density=0.2)
     assert h.shape == (3, 6, 5) and h.min() >= 0
     np.testing.assert_allclose(h.sum(axis=(1, 2)), 1.0)
+    support = (h > 0).reshape(3, -1)
     if kind == "sparse":
-        assert ((h > 0).sum(axis=(1, 2)) == 6).all()
+        assert (support.sum(axis=1) == 6).all()
+    if kind == "equal":
+        assert (h == h[0]).all()
+    if kind == "dirac":
+        assert (support.sum(axis=1) == 1).all()
+    if kind == "disjoint":
+        assert (support.sum(axis=0) <= 1).all() and support.any(axis=1).all()
     with pytest.raises(ValueError, match="kind must be"):
         synthetic_histograms(rng, 3, (6, 5), "uniform")
 
@@ -70,3 +81,20 @@ def test_load_npy_and_images(tmp_path, rng):
         load_histogram(tmp_path / "x.txt")
     with pytest.raises(ValueError, match="is not a file"):
         load_histogram(tmp_path / "missing.npy")
+
+
+def test_resample_keeps_mass_and_fit_grid_fits(rng):
+    h = rng.random((30, 40))
+    g = resample(h, (15, 20))
+    assert g.shape == (15, 20) and g.sum() == pytest.approx(1.0)
+    blocks = h.reshape(15, 2, 20, 2).sum(axis=(1, 3))  # box filter by 2: the mass of each 2x2 block
+    np.testing.assert_allclose(g, blocks / blocks.sum(), rtol=1e-5)
+    shape = fit_grid((300, 400), 3, 100_000)
+    assert n_variables(shape, 3) <= 100_000 < n_variables((shape[0] + 1, shape[1] + 2), 3)
+    assert fit_grid((4, 4), 2, 10**6) == (4, 4)
+
+
+def test_npy_of_strings_is_refused(tmp_path):
+    np.save(tmp_path / "s.npy", np.array(["1", "2"]))
+    with pytest.raises(ValueError, match="real numbers"):
+        load_histogram(tmp_path / "s.npy")

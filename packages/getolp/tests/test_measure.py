@@ -3,7 +3,7 @@ import time
 import numpy as np
 import pytest
 from getolp.data import synthetic_histograms
-from getolp.measure import measure, peak_mib, solve_full, solve_geto
+from getolp.measure import fresh_call, fresh_process_runs, measure, peak_mib, solve_full, solve_geto
 
 
 def _allocate(mb):
@@ -45,6 +45,31 @@ def test_solve_units_agree_in_process():
     assert g["objective"] == pytest.approx(f["objective"], rel=1e-7)
     with pytest.raises(ValueError, match="kind"):
         peak_mib("ipm", h, shape, w)
+
+
+def test_fresh_call_times_and_measures_one_solve():
+    """~3-6 s: one spawned process importing scipy and POT."""
+    shape = (6, 6)
+    h = synthetic_histograms(np.random.default_rng(1), 2, shape, "random").reshape(2, -1)
+    w = np.array([0.4, 0.6])
+    r = fresh_call("geto", h, shape, w, {"solver": "highs", "highs_options": {"presolve": True}}, timeout_s=120)
+    assert r["status"] == "ok" and r["wall_s"] > 0 and r["cpu_s"] >= 0 and r["peak_mib"] is not None
+    _, ref = solve_full(h, shape, w)
+    assert r["value"][1]["objective"] == pytest.approx(ref["objective"], rel=1e-7)
+    with pytest.raises(ValueError, match="repeats"):
+        fresh_process_runs({"geto": ("geto", {})}, h, shape, w, repeats=0, timeout_s={"geto": 1})
+
+
+@pytest.mark.slow
+def test_fresh_rounds_alternate_and_collect_a_bench_result():
+    shape = (8, 8)
+    h = synthetic_histograms(np.random.default_rng(2), 3, shape, "random").reshape(3, -1)
+    w = np.full(3, 1 / 3)
+    runs = fresh_process_runs({"geto": ("geto", {}), "full_lp": ("full", {})}, h, shape, w, repeats=3,
+                              timeout_s={"geto": 120, "full_lp": 120})
+    assert [c["candidate"] for c in runs["calls"]] == ["geto", "full_lp", "full_lp", "geto", "geto", "full_lp"]
+    assert runs["bench"].repeats == 3 and all(runs["ok"].values())
+    assert runs["bench"].speedup("geto", over="full_lp").lower is not None
 
 
 @pytest.mark.slow

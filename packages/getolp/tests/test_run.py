@@ -1,7 +1,10 @@
+import logging
+
 import numpy as np
 import pytest
 from getolp import fixed_support_barycenter
-from getolp.run import _speed_memory_claims, run
+from getolp.run import run, solver_kwargs, speed_memory_claims
+from PIL import Image
 
 from paperworks.bench import BenchResult
 from paperworks.hydra_glue import compose
@@ -26,25 +29,57 @@ def test_user_inputs_from_npy_files(tmp_path, rng):
     assert (out_dir / "barycenter.png").exists()
 
 
-def _rec(geto_s, full_s, geto_mb, full_mb, full_status="ok"):
-    from getolp.measure import Measured
+def test_large_images_are_downsampled_to_max_variables_and_say_so(tmp_path, rng, caplog):
+    paths = []
+    for i in range(2):
+        Image.fromarray((rng.random((30, 40)) * 255).astype(np.uint8)).save(tmp_path / f"im{i}.png")
+        paths.append(str(tmp_path / f"im{i}.png"))
+    # native 30x40 with M=2: 2 * 1200 * 70 + 1200 = 169,200 variables
+    cfg = compose("getolp", ["experiment=smoke", f"inputs.paths=[{','.join(paths)}]", "inputs.max_variables=20000"])
+    with caplog.at_level(logging.WARNING, logger="getolp.run"):
+        out = run(cfg)
+    assert "downsampling the 2 inputs" in caplog.text and "30x40" in caplog.text
+    shape = out["extra"]["inputs_downsampled"]["to"]
+    assert shape[0] < 30 and shape[1] < 40 and 2 * shape[0] * shape[1] * sum(shape) + shape[0] * shape[1] <= 20000
+    assert abs(shape[0] / shape[1] - 0.75) < 0.15  # the aspect ratio is kept
+    assert out["claims"][0].verdict == "supported"
+    bad = compose("getolp", ["experiment=smoke", f"inputs.paths=[{','.join(paths)}]", "inputs.max_variables=abc"])
+    with pytest.raises(ValueError, match="inputs.max_variables"):
+        run(bad)
 
+
+def test_solver_block_is_validated():
+    kw = solver_kwargs(compose("getolp", ["solver.method=highs-ipm", "solver.time_limit=30",
+                                          "+solver.options.presolve=false"]))
+    assert kw == {"solver": "highs-ipm", "time_limit": 30.0, "highs_options": {"presolve": False}}
+    for override, err in (("solver.time_limit=-1", ValueError), ("solver.time_limit=abc", TypeError),
+                          ("+solver.options.no_such_option=1", ValueError)):
+        with pytest.raises(err):
+            solver_kwargs(compose("getolp", [override]))
+
+
+def _ratio(geto_s, full_s, geto_mb, full_mb, ok=True):
     bench = BenchResult(wall={"geto": list(geto_s), "full_lp": list(full_s)},
                         cpu={"geto": list(geto_s), "full_lp": list(full_s)}, threads=1, repeats=len(geto_s), warmup=0)
-    g = Measured("ok", float(np.median(geto_s)), peak_mb_samples=list(geto_mb))
-    f = Measured(full_status, float(np.median(full_s)), peak_mb_samples=list(full_mb))
-    return {"geto": g, "full": f, "bench": bench}
+    runs = {"ok": {"geto": True, "full_lp": ok}, "errors": {} if ok else {"full_lp": "round 0: timeout"},
+            "bench": bench, "peak_mb": {"geto": list(geto_mb), "full_lp": list(full_mb)},
+            "wall": bench.wall}
+    return {"n": 32, "runs": runs, "h": np.zeros((4, 1))}
 
 
 def test_speed_and_memory_claims_need_repeated_measurements():
-    fast = _rec([1.0, 1.1, 0.9], [20.0, 21.0, 19.0], [10.0, 10.5, 9.8], [300.0, 305.0, 298.0])
-    assert [c.verdict for c in _speed_memory_claims(fast, 24)] == ["supported", "supported"]
-    slow = _rec([1.0, 1.1, 0.9], [5.0, 5.5, 4.8], [10.0, 10.5, 9.8], [40.0, 41.0, 39.0])
-    assert [c.verdict for c in _speed_memory_claims(slow, 24)] == ["not supported", "not supported"]
+    fast = _ratio([1.0, 1.1, 0.9], [30.0, 31.0, 29.0], [10.0, 10.5, 9.8], [300.0, 305.0, 298.0])
+    assert [c.verdict for c in speed_memory_claims(fast, 20, 10)] == ["supported", "supported"]
+    slow = _ratio([1.0, 1.1, 0.9], [5.0, 5.5, 4.8], [10.0, 10.5, 9.8], [40.0, 41.0, 39.0])
+    assert [c.verdict for c in speed_memory_claims(slow, 20, 10)] == ["not supported", "not supported"]
+    # one round: the values are reported, but without an interval there is no verdict
+    once = _ratio([1.0], [60.0], [10.0], [400.0])
+    claims = speed_memory_claims(once, 20, 10)
+    assert [c.verdict for c in claims] == ["inconclusive", "inconclusive"]
+    assert claims[0].method.value == pytest.approx(60.0) and claims[1].method.value == pytest.approx(40.0)
     # a full LP that did not finish gives no ratio: inconclusive, never a guess
-    killed = _rec([1.0, 1.1, 0.9], [20.0, 21.0, 19.0], [10.0, 10.5, 9.8], [], full_status="timeout")
-    assert [c.verdict for c in _speed_memory_claims(killed, 24)] == ["inconclusive", "inconclusive"]
-    assert [c.verdict for c in _speed_memory_claims(None, 24)] == ["inconclusive", "inconclusive"]
+    killed = _ratio([1.0, 1.1, 0.9], [20.0, 21.0, 19.0], [10.0, 10.5, 9.8], [], ok=False)
+    assert [c.verdict for c in speed_memory_claims(killed, 20, 10)] == ["inconclusive", "inconclusive"]
 
 
 def test_smoke_in_process_without_matplotlib(tmp_path, monkeypatch):
@@ -56,4 +91,4 @@ def test_smoke_in_process_without_matplotlib(tmp_path, monkeypatch):
 def test_experiments_say_what_they_measure(exp):
     cfg = compose("getolp", [f"experiment={exp}"])
     assert cfg.experiment.description and cfg.experiment.expected_time
-    assert int(cfg.scaling.claim_grid) in [int(n) for n in cfg.scaling.grids]
+    assert int(cfg.scaling.entropic_grid) in [int(n) for n in cfg.scaling.grids]

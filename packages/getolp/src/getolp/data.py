@@ -11,6 +11,7 @@ import numpy as np
 
 from getolp.barycenter import check_grid_shape
 
+KINDS = ("random", "sparse", "blobs", "gaussian", "equal", "dirac", "disjoint")
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp")
 
 
@@ -23,8 +24,12 @@ def synthetic_histograms(rng: np.random.Generator, n_histograms: int, grid_shape
     """``n_histograms`` probability histograms of shape ``grid_shape``, stacked.
 
     ``kind``: ``"random"`` (i.i.d. uniform entries), ``"sparse"`` (a random ``density`` fraction of
-    the points, at least one, carries uniform mass) or ``"blobs"`` (mixtures of ``n_blobs``
-    Gaussian bumps of random centre and width).
+    the points, at least one, carries uniform mass), ``"blobs"`` (mixtures of ``n_blobs``
+    Gaussian bumps of random centre and width, with a 1e-12 floor: smooth, strictly positive),
+    ``"gaussian"`` (one Gaussian bump each, no floor: entries down to ~1e-300), or the
+    near-degenerate cases ``"equal"`` (``n_histograms`` copies of one random histogram),
+    ``"dirac"`` (each a single point mass at a random point) and ``"disjoint"`` (random
+    histograms on disjoint random sets of points).
     """
     shape = check_grid_shape(grid_shape)
     if n_histograms < 1:
@@ -51,8 +56,28 @@ def synthetic_histograms(rng: np.random.Generator, n_histograms: int, grid_shape
                 r2 = sum((a - c) ** 2 for a, c in zip(axes, centre))
                 h[m] += rng.uniform(0.5, 1.5) * np.exp(-r2 / (2 * width**2))
         h += 1e-12  # keep every point in the support, as a smooth density would
+    elif kind == "gaussian":
+        axes = np.meshgrid(*[np.linspace(0, 1, s) for s in shape], indexing="ij")
+        h = np.zeros(size)
+        for m in range(n_histograms):
+            centre, width = rng.uniform(0.2, 0.8, len(shape)), rng.uniform(0.05, 0.2)
+            h[m] = np.exp(-sum((a - c) ** 2 for a, c in zip(axes, centre)) / (2 * width**2))
+    elif kind == "equal":
+        h = np.broadcast_to(rng.random(shape), size).copy()
+    elif kind == "dirac":
+        n = int(np.prod(shape))
+        h = np.zeros((n_histograms, n))
+        h[np.arange(n_histograms), rng.integers(0, n, n_histograms)] = 1.0
+        h = h.reshape(size)
+    elif kind == "disjoint":
+        n = int(np.prod(shape))
+        if n < n_histograms:
+            raise ValueError(f"kind='disjoint' needs at least n_histograms={n_histograms} grid points, got {n}")
+        owner = rng.permutation(np.arange(n) % n_histograms)
+        h = np.where(owner[None, :] == np.arange(n_histograms)[:, None], rng.random((n_histograms, n)) + 0.1, 0.0)
+        h = h.reshape(size)
     else:
-        raise ValueError(f"kind must be 'random', 'sparse' or 'blobs', got {kind!r}")
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
     return _normalise(h)
 
 
@@ -128,7 +153,10 @@ def load_histogram(path, grid_shape=None, *, mode: str = "gray", bins: int = 8) 
         raise ValueError(f"path {str(path)!r} is not a file")
     suffix = path.suffix.lower()
     if suffix == ".npy":
-        h = np.load(path, allow_pickle=False).astype(float)
+        h = np.load(path, allow_pickle=False)
+        if h.dtype.kind not in "fiu":
+            raise ValueError(f"{path.name}: a histogram must hold real numbers, got dtype {h.dtype} (not coerced)")
+        h = h.astype(float)
         if grid_shape is not None and h.size == int(np.prod(grid_shape)):
             h = h.reshape(tuple(grid_shape))
     elif suffix in IMAGE_SUFFIXES:
@@ -154,3 +182,37 @@ def load_histogram(path, grid_shape=None, *, mode: str = "gray", bins: int = 8) 
     if grid_shape is not None and h.shape != tuple(grid_shape):
         raise ValueError(f"{path.name}: histogram shape {h.shape} does not match grid_shape {tuple(grid_shape)}")
     return h / h.sum()
+
+
+def resample(h: np.ndarray, grid_shape) -> np.ndarray:
+    """A 2D histogram area-resampled (box filter) to ``grid_shape``, normalised to mass 1."""
+    from PIL import Image
+
+    h = np.asarray(h, dtype=float)
+    shape = check_grid_shape(grid_shape)
+    if h.ndim != 2 or len(shape) != 2:
+        raise ValueError(f"resample needs a 2D histogram and a 2D grid, got {h.shape} -> {shape}")
+    if h.shape == shape:
+        return h / h.sum()
+    g = np.asarray(Image.fromarray(h.astype(np.float32)).resize((shape[1], shape[0]), Image.Resampling.BOX),
+                   dtype=float)
+    g = np.clip(g, 0.0, None)
+    return g / g.sum()
+
+
+def fit_grid(grid_shape, n_histograms: int, max_variables: int) -> tuple[int, ...]:
+    """The largest grid of ``grid_shape``'s aspect ratio whose GETO-LP has at most ``max_variables`` variables."""
+    from getolp.barycenter import n_variables
+
+    shape = check_grid_shape(grid_shape)
+    if n_variables(shape, n_histograms) <= max_variables:
+        return shape
+    lo, hi = 0.0, 1.0
+    for _ in range(60):  # bisection on the scale factor
+        mid = (lo + hi) / 2
+        cand = tuple(max(1, int(s * mid)) for s in shape)
+        lo, hi = (mid, hi) if n_variables(cand, n_histograms) <= max_variables else (lo, mid)
+    best = tuple(max(1, int(s * lo)) for s in shape)
+    if n_variables(best, n_histograms) > max_variables:
+        raise ValueError(f"no grid fits max_variables={max_variables} for {n_histograms} histograms")
+    return best

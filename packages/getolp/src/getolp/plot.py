@@ -7,32 +7,51 @@ import numpy as np
 from paperworks.plotting import savefig, use_style
 
 
-def plot_scaling(records, path):
-    """Wall time and peak memory vs N (log-log); timeouts drawn as open markers at their lower bound (time only)."""
+def plot_scaling(records, ratio, path):
+    """GETO-LP's wall time and peak memory vs N (log-log; 2D grids as dots, 3D as squares), with the
+    entropic baselines' times and the full LP's measured rounds at the ratio grid."""
     plt = use_style()
     fig, axes = plt.subplots(1, 2, figsize=(9.0, 3.6))
-    N = np.array([r["n"] ** 2 for r in records], dtype=float)
-    series = {"GETO-LP": [r["geto"] for r in records], "full LP (POT)": [r["full"] for r in records]}
-    regs = sorted({reg for r in records for reg in r["entropic"]})
-    for reg in regs:
-        series[f"entropic reg={reg:g}"] = [r["entropic"][reg][0] for r in records]
     for ax, attr, label in ((axes[0], "wall_s", "wall time (s)"), (axes[1], "peak_mb", "peak memory (MiB)")):
-        if not any(getattr(m, attr) for ms in series.values() for m in ms):
-            ax.text(0.5, 0.5, f"{label}: not measured", ha="center", transform=ax.transAxes)
-            continue
-        for name, ms in series.items():
-            ok = np.array([m.status == "ok" and getattr(m, attr) is not None for m in ms])
-            to = np.array([m.status == "timeout" and getattr(m, attr) is not None for m in ms])
-            vals = np.array([getattr(m, attr) or np.nan for m in ms], dtype=float)
-            line = ax.plot(N[ok], vals[ok], marker="o", label=name)[0]
-            if to.any():
-                ax.plot(N[to], vals[to], marker="o", ls="none", mfc="none", color=line.get_color(),
-                        label=f"{name} (timeout, lower bound)")
+        for d, marker in ((2, "o"), (3, "s")):
+            recs = [r for r in records if len(r["shape"]) == d and r["geto"].ok and getattr(r["geto"], attr)]
+            if recs:
+                ax.plot([r["row"]["N"] for r in recs], [getattr(r["geto"], attr) for r in recs], marker=marker,
+                        label=f"GETO-LP ({d}D grids)")
+        regs = sorted({reg for r in records for reg in r["entropic"]})
+        if attr == "wall_s":
+            for reg in regs:
+                pts = [(r["row"]["N"], r["entropic"][reg][0].wall_s) for r in records
+                       if reg in r["entropic"] and r["entropic"][reg][0].ok]
+                if pts:
+                    ax.plot(*zip(*pts), marker="^", ls="--", label=f"entropic reg={reg:g}")
+        if ratio is not None:
+            key = {"wall_s": "wall", "peak_mb": "peak_mb"}[attr]
+            for name, mk in (("geto", "x"), ("full_lp", "D")):
+                vals = ratio["runs"][key][name]
+                if vals:
+                    ax.plot([ratio["n"] ** 2] * len(vals), vals, marker=mk, ls="none",
+                            label=f"{'GETO-LP' if name == 'geto' else 'full LP (POT)'}, fresh-process rounds")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("grid points N")
         ax.set_ylabel(label)
     axes[0].legend(fontsize=7)
+    return savefig(fig, path)
+
+
+def plot_matched(ratio, path):
+    """GETO-LP's barycenter beside the entropic ones of decreasing reg (true-cost excess in the titles)."""
+    plt = use_style()
+    n = ratio["n"]
+    em = ratio["entropic_matched"]
+    panels = [(np.asarray(ratio["geto_nu"]).reshape(n, n), "GETO-LP (exact)")]
+    if ratio.get("entropic_matched_nu") is not None:
+        panels.append((np.asarray(ratio["entropic_matched_nu"]).reshape(n, n),
+                       f"entropic reg={em['reg']:g}\ncost +{100 * em['excess']:.2f}%"))
+    fig, axes = plt.subplots(1, len(panels), figsize=(2.2 * len(panels), 2.4))
+    for ax, (img, title) in zip(np.atleast_1d(axes), panels):
+        _show(ax, img, title)
     return savefig(fig, path)
 
 
@@ -44,13 +63,13 @@ def _show(ax, img, title):
 
 def plot_barycenters(records, path):
     """Inputs and barycenters (GETO-LP, entropic) on the largest grid where GETO-LP finished."""
-    rec = next((r for r in reversed(records) if r["geto"].ok), None)
+    rec = next((r for r in reversed(records) if r["geto"].ok and len(r["shape"]) == 2 and r["entropic"]), None)
     plt = use_style()
     if rec is None:
         fig, ax = plt.subplots()
         ax.text(0.5, 0.5, "GETO-LP did not finish", ha="center")
         return savefig(fig, path)
-    n = rec["n"]
+    n = rec["shape"][0]
     panels = [(h.reshape(n, n), f"input {m}") for m, h in enumerate(rec["h"])]
     panels.append((rec["geto"].value[0], "GETO-LP (exact)"))
     for reg, (e, tc) in rec["entropic"].items():
