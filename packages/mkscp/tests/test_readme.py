@@ -40,3 +40,19 @@ def test_readme_detail_tables_match_the_records():
     old, new = render(README.parent)
     assert "<!-- mkscp:extra paper -->" in old and "<!-- mkscp:extra bench -->" in old
     assert old == new, "run `python -m mkscp.report packages/mkscp`"
+
+
+def test_detail_tables_fill_empty_blocks_and_keep_the_rest(tmp_path):
+    import shutil
+
+    from mkscp.report import render
+
+    (tmp_path / "results").mkdir()
+    for f in ("paper.json", "bench.json"):
+        shutil.copy(README.parent / "results" / f, tmp_path / "results" / f)
+    text = ("a\n<!-- mkscp:extra paper -->\n<!-- mkscp:end -->\nKEEP\n<!-- paperworks:results bench -->\n"
+            "<!-- mkscp:extra bench -->\n<!-- mkscp:end -->\nz\n")
+    (tmp_path / "README.md").write_text(text)
+    _, new = render(tmp_path)
+    assert "KEEP\n<!-- paperworks:results bench -->" in new and new.endswith("<!-- mkscp:end -->\nz\n")
+    assert "Split trap" in new and "Spearman vs exact" in new and new.count("<!-- mkscp:end -->") == 2

@@ -119,8 +119,8 @@ def render(pkg: Path) -> tuple[str, str]:
         if not rec.exists():
             continue
         body = fn(json.loads(rec.read_text(encoding="utf-8")))
-        pat = re.compile(rf"(<!-- mkscp:extra {name} -->\n).*?(\n<!-- mkscp:end -->)", re.S)
-        new = pat.sub(lambda m, body=body: m.group(1) + body + m.group(2), new)
+        pat = re.compile(rf"(<!-- mkscp:extra {name} -->\n).*?(<!-- mkscp:end -->)", re.S)
+        new = pat.sub(lambda m, body=body: m.group(1) + body + "\n" + m.group(2), new, count=1)
     return old, new
 
 
