@@ -47,7 +47,7 @@ def test_early_stopping_keeps_the_best_validation_weights():
     import numpy as np
     from tikhonovgnn.baselines import make_model
     from tikhonovgnn.data import colour_topology_graphs
-    from tikhonovgnn.train import graph_accuracy, train_graph_classifier
+    from tikhonovgnn.train import graph_accuracy, graph_loss, train_graph_classifier
 
     graphs = colour_topology_graphs(40, np.random.default_rng(0), min_nodes=8, max_nodes=10)
     torch.manual_seed(0)
@@ -55,4 +55,12 @@ def test_early_stopping_keeps_the_best_validation_weights():
     log = {}
     train_graph_classifier(model, graphs[:24], epochs=30, lr=0.05, val=graphs[24:], patience=2, log=log)
     assert log["epochs_run"] <= 30 and log["epochs_run"] - log["best_epoch"] <= 2
-    assert graph_accuracy(model, graphs[24:]) == log["best_val_acc"]  # the restored weights are the best ones
+    # the restored weights are the best ones
+    assert graph_loss(model, graphs[24:]) == pytest.approx(log["best_val_loss"], rel=1e-6)
+    assert graph_accuracy(model, graphs[24:]) == log["best_val_acc"]
+    # graph_loss is the mean cross-entropy
+    from torch_geometric.data import Batch as B
+
+    b = B.from_data_list(graphs[24:])
+    ref = float(torch.nn.functional.cross_entropy(model(b.x, b.edge_index, b.batch), b.y))
+    assert graph_loss(model, graphs[24:], batch_size=5) == pytest.approx(ref, rel=1e-5)
