@@ -1,7 +1,10 @@
 import shlex
 from pathlib import Path
 
-from paperworks.testing import readme_python_blocks, run_cli
+from mkscp.run import run
+
+from paperworks.hydra_glue import compose, execute
+from paperworks.testing import readme_python_blocks
 
 README = Path(__file__).parents[1] / "README.md"
 
@@ -28,7 +31,9 @@ def test_readme_user_data_example_runs(tmp_path, monkeypatch):
     section = README.read_text().split("## Your data", 1)[1].split("\n## ", 1)[0]
     line = next(ln for ln in section.splitlines() if ln.startswith("mkscp experiment=data"))
     args = shlex.split(line)[1:]
-    doc = run_cli("mkscp", tmp_path / "run", *args, "seeds=2", "n_mc=2000", "mc_max_points=8000")
+    # in-process through the same Hydra config and results writer as the console script (tested on smoke)
+    cfg = compose("mkscp", [*args, "seeds=2", "n_mc=2000", "mc_max_points=8000"])
+    doc = execute("mkscp", run, cfg, tmp_path / "run")
     assert doc["experiment"] == "data" and doc["extra"]["data"]["n"] == 20 and doc["extra"]["data"]["d"] == 3
     assert doc["extra"]["data"]["features"] == ["Chins", "Situps", "Jumps"]
     assert {c["id"] for c in doc["claims"]} == {"volume_vs_mahalanobis"}
