@@ -64,7 +64,7 @@ def _ratio(geto_s, full_s, geto_mb, full_mb, ok=True):
     runs = {"ok": {"geto": True, "full_lp": ok}, "errors": {} if ok else {"full_lp": "round 0: timeout"},
             "bench": bench, "peak_mb": {"geto": list(geto_mb), "full_lp": list(full_mb)},
             "wall": bench.wall}
-    return {"n": 32, "runs": runs, "h": np.zeros((4, 1))}
+    return {"n": 32, "runs": runs, "h": np.zeros((4, 1)), "geto_solver": "highs", "full_lp_solver": "highs-ipm"}
 
 
 def test_speed_and_memory_claims_need_repeated_measurements():

@@ -3,6 +3,7 @@
 from getolp.barycenter import (
     SolverError,
     axis_costs,
+    dual_bound,
     fixed_support_barycenter,
     grid_cost_matrix,
     n_variables,
@@ -12,9 +13,10 @@ from getolp.barycenter import (
 __all__ = [
     "SolverError",
     "axis_costs",
+    "dual_bound",
     "fixed_support_barycenter",
     "grid_cost_matrix",
     "n_variables",
     "recover_plans",
 ]
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -61,13 +61,14 @@ def full_lp_n_variables(grid_shape, n_histograms: int) -> int:
 
 
 def entropic_barycenter(histograms, grid_shape, reg: float, weights=None, *, method="ibp",
-                        num_iter_max: int = 2000, stop_thr: float = 1e-9):
+                        num_iter_max: int = 2000, stop_thr: float = 1e-9, domain: str = "auto"):
     """Entropic barycenter of squared-Euclidean OT on the default ``[0, 1]^d`` grid.
 
     ``method="ibp"``: :func:`ot.bregman.barycenter` (iterative Bregman projections, dense ``N × N``
     kernel); ``method="convolutional"``: :func:`ot.bregman.convolutional_barycenter2d` (separable
-    kernel; 2D grids only). Plain Sinkhorn scalings, or the log domain where those under/overflow.
-    Returns ν normalised to the inputs' mass.
+    kernel; 2D grids only). ``domain="auto"``: plain Sinkhorn scalings, or the log domain where
+    those under/overflow; ``"sinkhorn"`` / ``"sinkhorn_log"`` force one (the log domain is slower
+    but stays accurate at small ``reg``). Returns ν normalised to the inputs' mass.
     """
     shape = check_grid_shape(grid_shape)
     h = check_histograms(histograms, shape)
@@ -79,31 +80,35 @@ def entropic_barycenter(histograms, grid_shape, reg: float, weights=None, *, met
         raise ValueError(f"method must be 'ibp' or 'convolutional', got {method!r}")
     if method == "convolutional" and len(shape) != 2:
         raise ValueError(f"method='convolutional' needs a 2D grid, got grid_shape={shape}")
+    if domain not in ("auto", "sinkhorn", "sinkhorn_log"):
+        raise ValueError(f"domain must be 'auto', 'sinkhorn' or 'sinkhorn_log', got {domain!r}")
     # the plain Sinkhorn kernels first (fast); the log domain if they under/overflow
-    for domain in ("sinkhorn", "sinkhorn_log"):
+    for dom in (("sinkhorn", "sinkhorn_log") if domain == "auto" else (domain,)):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # non-convergence at the iteration cap is part of the result
             if method == "ibp":
-                nu = ot.bregman.barycenter(h.T / mass, grid_cost_matrix(shape, "sqeuclidean"), reg, w, method=domain,
+                nu = ot.bregman.barycenter(h.T / mass, grid_cost_matrix(shape, "sqeuclidean"), reg, w, method=dom,
                                            numItermax=num_iter_max, stopThr=stop_thr)
             else:
-                nu = ot.bregman.convolutional_barycenter2d(h.reshape(-1, *shape) / mass, reg, w, method=domain,
+                nu = ot.bregman.convolutional_barycenter2d(h.reshape(-1, *shape) / mass, reg, w, method=dom,
                                                            numItermax=num_iter_max, stopThr=stop_thr)
         nu = np.asarray(nu, dtype=float).reshape(shape)
         if np.all(np.isfinite(nu)) and nu.sum() > 0:
             nu = np.clip(nu, 0.0, None)
             return nu * (mass / nu.sum())
-    raise SolverError(f"entropic barycenter ({method}, reg={reg}) diverged in both Sinkhorn domains")
+    raise SolverError(f"entropic barycenter ({method}, reg={reg}) diverged ({domain})")
 
 
 def entropic_matched(histograms, grid_shape, target_cost: float, weights=None, *, rtol: float = 0.01,
                      regs=(1e-2, 5e-3, 2e-3, 1e-3, 5e-4, 2e-4, 1e-4), method: str = "convolutional",
-                     num_iter_max: int = 5000, stop_thr: float = 1e-9, time_budget_s: float | None = None) -> dict:
+                     num_iter_max: int = 5000, stop_thr: float = 1e-9, time_budget_s: float | None = None,
+                     log_domain_below: float = 2e-4) -> dict:
     """The entropic barycenter at matched accuracy: decrease ε until its true cost is within ``rtol``.
 
     Runs :func:`entropic_barycenter` for each ``reg`` in ``regs`` (decreasing) and scores each ν by
     its true cost (:func:`true_cost`); stops at the first whose cost is ≤ ``(1 + rtol)·target_cost``
-    (the exact LP's optimum). Returns ``{"reached", "reg", "excess", "seconds" (that ε's run),
+    (the exact LP's optimum). Below ``log_domain_below`` the log-domain iterations are used (plain
+    scalings lose accuracy there without overflowing). Returns ``{"reached", "reg", "excess", "seconds" (that ε's run),
     "search_seconds" (all runs), "tries": [{reg, excess, seconds}, ...], "nu"}``; ``reached=False``
     when no ε in ``regs`` (or within ``time_budget_s``) gets there: a censored result, never a guess.
     """
@@ -122,13 +127,16 @@ def entropic_matched(histograms, grid_shape, target_cost: float, weights=None, *
             break
         t0 = time.perf_counter()
         try:
-            nu = entropic_barycenter(h, shape, reg, w, method=method, num_iter_max=num_iter_max, stop_thr=stop_thr)
+            nu = entropic_barycenter(h, shape, reg, w, method=method, num_iter_max=num_iter_max, stop_thr=stop_thr,
+                                     domain="sinkhorn_log" if reg < log_domain_below else "auto")
         except SolverError:
-            tries.append({"reg": reg, "excess": float("nan"), "seconds": time.perf_counter() - t0})
+            tries.append({"reg": reg, "excess": float("nan"), "seconds": time.perf_counter() - t0,
+                          "domain": "sinkhorn_log" if reg < log_domain_below else "auto"})
             continue
         secs = time.perf_counter() - t0
         excess = true_cost(nu, h, shape, w, C=C) / target_cost - 1.0
-        tries.append({"reg": reg, "excess": excess, "seconds": secs})
+        tries.append({"reg": reg, "excess": excess, "seconds": secs,
+                      "domain": "sinkhorn_log" if reg < log_domain_below else "auto"})
         if excess <= rtol:
             return {"reached": True, "reg": reg, "excess": excess, "seconds": secs,
                     "search_seconds": time.perf_counter() - t_all, "tries": tries, "nu": nu}
