@@ -58,13 +58,20 @@ def test_solver_block_is_validated():
             solver_kwargs(compose("getolp", [override]))
 
 
-def _ratio(geto_s, full_s, geto_mb, full_mb, ok=True):
-    bench = BenchResult(wall={"geto": list(geto_s), "full_lp": list(full_s)},
-                        cpu={"geto": list(geto_s), "full_lp": list(full_s)}, threads=1, repeats=len(geto_s), warmup=0)
-    runs = {"ok": {"geto": True, "full_lp": ok}, "errors": {} if ok else {"full_lp": "round 0: timeout"},
-            "bench": bench, "peak_mb": {"geto": list(geto_mb), "full_lp": list(full_mb)},
-            "wall": bench.wall}
-    return {"n": 32, "runs": runs, "h": np.zeros((4, 1)), "geto_solver": "highs", "full_lp_solver": "highs-ipm"}
+def _ratio(geto_s, full_s, geto_mb, full_mb, ok=True, slower=None):
+    wall = {"geto": list(geto_s), "full_lp:highs": list(full_s)}
+    peak = {"geto": list(geto_mb), "full_lp:highs": list(full_mb)}
+    oks = {"geto": True, "full_lp:highs": ok}
+    if slower is not None:  # a second, slower and heavier HiGHS method for the full LP
+        wall["full_lp:highs-ipm"] = [slower * t for t in full_s]
+        peak["full_lp:highs-ipm"] = [slower * m for m in full_mb]
+        oks["full_lp:highs-ipm"] = True
+    done = [k for k in wall if oks[k]]
+    bench = BenchResult(wall={k: wall[k] for k in done}, cpu={k: wall[k] for k in done}, threads=1,
+                        repeats=len(geto_s), warmup=0)
+    runs = {"ok": oks, "errors": {} if ok else {"full_lp:highs": "round 0: timeout"}, "bench": bench,
+            "peak_mb": peak, "wall": wall}
+    return {"n": 32, "runs": runs, "h": np.zeros((4, 1)), "geto_solver": "highs", "fulls": [k for k in wall if k != "geto"]}
 
 
 def test_speed_and_memory_claims_need_repeated_measurements():
@@ -80,6 +87,12 @@ def test_speed_and_memory_claims_need_repeated_measurements():
     # a full LP that did not finish gives no ratio: inconclusive, never a guess
     killed = _ratio([1.0, 1.1, 0.9], [20.0, 21.0, 19.0], [10.0, 10.5, 9.8], [], ok=False)
     assert [c.verdict for c in speed_memory_claims(killed, 20, 10)] == ["inconclusive", "inconclusive"]
+    # two HiGHS methods for the full LP: the claims are read against the faster and the leaner one
+    two = _ratio([1.0, 1.1, 0.9], [15.0, 16.0, 14.0], [10.0, 10.5, 9.8], [80.0, 81.0, 79.0], slower=3.0)
+    t, m = speed_memory_claims(two, 20, 10)
+    assert t.method.value == pytest.approx(15.0, rel=0.1) and t.verdict == "not supported"
+    assert m.method.value == pytest.approx(8.0, rel=0.05) and m.verdict == "not supported"
+    assert "full_lp:highs-ipm wall s" in t.baselines
 
 
 def test_smoke_in_process_without_matplotlib(tmp_path, monkeypatch):

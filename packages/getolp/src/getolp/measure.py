@@ -186,8 +186,8 @@ def fresh_process_runs(candidates: dict, h, shape, w, *, repeats: int, timeout_s
     ``candidates``: name → (kind, kwargs). A candidate that fails or times out is not called again.
     Returns per-candidate lists ``wall``, ``cpu``, ``peak_mb``, the last ``values``, ``ok`` (every
     round finished), ``errors``, ``calls`` (one row per call) and ``bench``, a
-    :class:`paperworks.bench.BenchResult` of the finished rounds (its ``speedup`` gives the paired
-    ratio with a bootstrap interval), or ``None`` when no round finished for every candidate.
+    :class:`paperworks.bench.BenchResult` of the candidates that finished every round (its ``speedup``
+    gives the paired ratio with a bootstrap interval), or ``None`` when none did.
     """
     from paperworks.bench import BenchResult
 
@@ -214,8 +214,9 @@ def fresh_process_runs(candidates: dict, h, shape, w, *, repeats: int, timeout_s
             if res["peak_mib"] is not None:
                 peak[n].append(res["peak_mib"])
             values[n] = res["value"]
-    k = min(len(v) for v in wall.values())
-    bench = (BenchResult({n: wall[n][:k] for n in names}, {n: cpu[n][:k] for n in names}, threads=1, repeats=k,
+    done = [n for n in names if ok[n]]  # the candidates that finished every round
+    k = min((len(wall[n]) for n in done), default=0)
+    bench = (BenchResult({n: wall[n][:k] for n in done}, {n: cpu[n][:k] for n in done}, threads=1, repeats=k,
                          warmup=0) if k >= 1 else None)
     return {"wall": wall, "cpu": cpu, "peak_mb": peak, "values": values, "ok": ok, "errors": errors,
             "calls": calls, "bench": bench}

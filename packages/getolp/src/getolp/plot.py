@@ -27,11 +27,12 @@ def plot_scaling(records, ratio, path):
                     ax.plot(*zip(*pts), marker="^", ls="--", label=f"entropic reg={reg:g}")
         if ratio is not None:
             key = {"wall_s": "wall", "peak_mb": "peak_mb"}[attr]
-            for name, mk in (("geto", "x"), ("full_lp", "D")):
+            for name in ["geto", *ratio["fulls"]]:
                 vals = ratio["runs"][key][name]
                 if vals:
-                    ax.plot([ratio["n"] ** 2] * len(vals), vals, marker=mk, ls="none",
-                            label=f"{'GETO-LP' if name == 'geto' else 'full LP (POT)'}, fresh-process rounds")
+                    ax.plot([ratio["n"] ** 2] * len(vals), vals, marker="x" if name == "geto" else "D", ls="none",
+                            label=f"{'GETO-LP' if name == 'geto' else name.replace('full_lp', 'full LP (POT)')}, "
+                                  "fresh-process rounds")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("grid points N")
