@@ -7,8 +7,6 @@ selector, reloadable with :meth:`BlockGaussianMirror.load` and usable without th
 
 from __future__ import annotations
 
-import csv
-import io
 import logging
 from pathlib import Path
 
@@ -17,7 +15,7 @@ import numpy as np
 from groupfdr.data import load_xy
 from groupfdr.mirror import BlockGaussianMirror
 from paperworks import Claim
-from paperworks.results import atomic_write_text
+from paperworks.results import write_metrics_csv
 
 log = logging.getLogger(__name__)
 
@@ -34,11 +32,7 @@ def run_select(cfg, out_dir: Path | None = None) -> dict:
     log.info("n=%d p=%d groups=%d threshold=%s selected=%s (skipped rows: %d)", X.shape[0], X.shape[1],
              len(rows), sel.threshold_, sel.selected_groups_, len(info["skipped_rows"]))
     if out_dir is not None:
-        buf = io.StringIO()
-        w = csv.DictWriter(buf, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
-        atomic_write_text(Path(out_dir) / "selection.csv", buf.getvalue())
+        write_metrics_csv(Path(out_dir) / "selection.csv", rows)
         sel.save(Path(out_dir) / "selector.json")
     M, tau, off = sel.mirror_statistics_, sel.threshold_, int(cfg.offset)
     fdp_hat = 0.0 if np.isinf(tau) else float((off + np.sum(M <= -tau)) / max(np.sum(M >= tau), 1))
