@@ -90,3 +90,24 @@ def test_bench_task_in_process_gives_ratios(monkeypatch):
 def test_smoke_in_process_without_matplotlib(tmp_path, monkeypatch):
     doc = smoke_without_matplotlib("tikhonovgnn", run, monkeypatch, tmp_path)
     assert doc["experiment"] == "smoke"
+
+
+def test_colours_tunes_on_separate_seeds_and_gates_the_claim_on_the_cap():
+    from tikhonovgnn.run import tuning_seeds
+
+    cfg = compose("tikhonovgnn", ["experiment=smoke", "tasks=[colours]", "baselines=[gin]"])
+    out = run(cfg)
+    rows = out["metrics"]
+    tune = {r["seed"] for r in rows if r["task"] == "colours_tuning"}
+    assert tune == set(tuning_seeds(cfg, out["seeds"])) and not tune & set(out["seeds"])
+    # smoke: 1 epoch, so every run hits the cap and the claim may not give a verdict
+    assert all(r["hit_cap"] for r in rows if r["task"] == "colours")
+    (claim,) = out["claims"]
+    cap = [r for r in claim.rule["requires"] if "epoch cap" in r["what"]]
+    assert claim.verdict == "inconclusive" and len(cap) == 1 and cap[0]["met"] is False
+    # the chosen lr is the lowest mean validation loss among the scored ones (extended off an edge if needed)
+    for name, lr in out["extra"]["colours_lr"].items():
+        scored = {r["lr"]: r["best_val_loss"] for r in rows if r["task"] == "colours_tuning" and r["model"] == name}
+        assert lr == min(scored, key=lambda v: (scored[v], v)) and len(scored) >= 2
+    with pytest.raises(ValueError, match="tune_seeds"):
+        tuning_seeds(compose("tikhonovgnn", ["experiment=smoke", "colours.tune_seeds=0"]), [0])
