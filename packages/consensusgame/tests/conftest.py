@@ -4,12 +4,19 @@ import os
 os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false")
 
 import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
-from consensusgame import ConsensusGame, graphs, train_ippo  # noqa: E402
+from consensusgame import ConsensusGame, graphs  # noqa: E402
+from consensusgame.game import EnvParams  # noqa: E402
+from consensusgame.ippo import PPOConfig, make_train  # noqa: E402
 from consensusgame.run import compile_cache  # noqa: E402
 
 compile_cache(True)  # repeated runs of the suite reuse compiled executables
+
+# one compiled, vmapped training shared by the whole suite: (seed, conformity, other_play)
+GRID = [(0, 0.5, True), (0, 0.9, True), (0, 0.9, False)]
+SMOKE_PPO = dict(num_updates=150, num_envs=4, epochs=2, minibatches=2, hidden=16)
 
 
 @pytest.fixture
@@ -28,8 +35,16 @@ def env10(ba10):
 
 
 @pytest.fixture(scope="session")
-def trained_op(env10):
-    """The brief's smoke: N=10, K=2, 150 PPO updates, other-play."""
-    params, curve = train_ippo(env10, key=jax.random.key(0), other_play=True, num_updates=150, num_envs=4,
-                               epochs=2, minibatches=2, hidden=16)
-    return params, curve
+def trained_grid(env10):
+    """N=10, K=2, 150 PPO updates for each job of GRID, trained in one jitted vmap (one compile)."""
+    train = jax.jit(jax.vmap(make_train(env10, PPOConfig(**SMOKE_PPO))))
+    keys = jax.vmap(jax.random.key)(jnp.asarray([s for s, _, _ in GRID]))
+    params = EnvParams(jnp.asarray([c for _, c, _ in GRID], jnp.float32), jnp.full((len(GRID),), 0.65, jnp.float32))
+    stacked, curves = train(keys, params, jnp.asarray([op for *_, op in GRID]))
+    return {job: (jax.tree.map(lambda x, i=i: x[i], stacked), np.asarray(curves[i])) for i, job in enumerate(GRID)}
+
+
+@pytest.fixture(scope="session")
+def trained_op(trained_grid):
+    """The brief's smoke: other-play at c = 0.5."""
+    return trained_grid[(0, 0.5, True)]

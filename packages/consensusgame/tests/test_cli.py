@@ -17,9 +17,19 @@ def test_smoke_cli_writes_results(tmp_path):
     assert list((tmp_path / "run" / "checkpoints").glob("*.msgpack"))
 
 
-def test_smoke_without_matplotlib_writes_results_and_no_plots(tmp_path, monkeypatch):
-    """The glue writes results.json before plotting: without matplotlib the run still succeeds."""
+def test_edge_list_alone_without_matplotlib(tmp_path, monkeypatch):
+    """In-process, matplotlib hidden, and the sweep over nothing but a user's edge list (named like the
+    groups kind, to catch guessing the kind from the name): results.json is written, no figure, and the
+    claims that need a re-drawn groups graph are inconclusive with the reason, not a crash."""
     from consensusgame.run import run
 
-    doc = smoke_without_matplotlib("consensusgame", run, monkeypatch, tmp_path)
-    assert {c["id"] for c in doc["claims"]} == CLAIMS
+    edges = tmp_path / "groups_of_friends.txt"
+    edges.write_text("# u v\n0 1\n1 2\n2 3\n3 0\n0 2\n4 5\n5 6\n6 4\n3 4\n7 8\n8 9\n9 7\n6 7\n")
+    doc = smoke_without_matplotlib("consensusgame", run, monkeypatch, tmp_path / "run", overrides=(
+        "experiment=smoke", f"sweep.graphs=[{{kind: edge_list, path: '{edges}'}}]"))
+    claims = {c["id"]: c for c in doc["claims"]}
+    assert set(claims) == CLAIMS
+    for cid in ("groups_smaller_accuracy_loss", "groups_conformity_raises_agreement"):
+        assert claims[cid]["verdict"] == "inconclusive"
+        assert "both a static graph and a re-drawn groups graph" in claims[cid]["reason"]
+    assert "groups_of_friends" in claims["conformity_lowers_accuracy_static"]["metric"]

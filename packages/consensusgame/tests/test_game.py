@@ -102,6 +102,43 @@ def test_bad_input(ba10, kw, match):
 
 def test_bad_types(ba10):
     with pytest.raises(TypeError, match="graph"):
-        ConsensusGame([[0, 1]])
+        ConsensusGame("ba10")
     with pytest.raises(TypeError, match="n_options"):
         ConsensusGame(ba10, n_options=2.5)
+
+
+def test_accepts_networkx_and_edge_arrays(ba10):
+    import networkx as nx
+
+    g = nx.karate_club_graph()
+    env = ConsensusGame(g)
+    assert env.num_agents == 34 and env.graph.n_edges == g.number_of_edges()
+    np.testing.assert_array_equal(env.graph.degree(), [d for _, d in g.degree()])
+    edges = np.stack([ba10.senders, ba10.receivers], 1)
+    for e in (edges, jnp.asarray(edges), edges.tolist()):
+        env2 = ConsensusGame(e)
+        assert env2.num_agents == 10
+        np.testing.assert_array_equal(env2.graph.degree(), ba10.degree())
+    with pytest.raises(ValueError, match="shape"):
+        ConsensusGame(np.zeros((4, 3), int))
+
+
+@pytest.mark.parametrize("kw, match", [({"conformity": "0.5"}, "conformity"), ({"conformity": True}, "conformity"),
+                                       ({"signal_accuracy": "0.6"}, "signal_accuracy"),
+                                       ({"conformity": [0.5, "a"]}, "conformity")])
+def test_parameters_must_be_numbers(ba10, kw, match):
+    with pytest.raises(TypeError, match=match):
+        ConsensusGame(ba10, **kw)
+
+
+def test_invalid_actions_refused_eagerly_and_flagged_under_jit(env10):
+    obs, state = env10.reset(jax.random.key(0))
+    for bad in (jnp.full(10, 2), jnp.full(10, -1), jnp.zeros(9, jnp.int32), np.full(10, 0.5)):
+        with pytest.raises(ValueError, match="actions"):
+            env10.step(jax.random.key(1), state, bad)
+    acts = jnp.zeros(10, jnp.int32).at[3].set(2).at[7].set(-1)
+    _, _, rew, _, info = jax.jit(env10.step)(jax.random.key(1), state, acts)
+    flagged = np.asarray(info["invalid_action"])
+    assert flagged.tolist() == [i in (3, 7) for i in range(10)]
+    r = np.asarray(rew)
+    assert np.all(np.isnan(r[flagged])) and np.all(np.isfinite(r[~flagged]))

@@ -8,13 +8,23 @@ from consensusgame import graphs
 from consensusgame.attention import NeighbourAttention, fit_importance
 from consensusgame.baselines import make_baseline
 from consensusgame.game import ConsensusGame, EnvParams, EnvState
-from consensusgame.ippo import PPOConfig, load_params, make_policy, mixed_policy, save_params, train_ippo
+from consensusgame.ippo import (
+    PPOConfig,
+    load_checkpoint,
+    load_params,
+    make_policy,
+    mixed_policy,
+    relabel_params,
+    save_params,
+    train_ippo,
+)
+from consensusgame.marl import MultiAgentConsensusGame
 from consensusgame.metrics import evaluate, rollout
 from consensusgame.policy import Policy
 
 __all__ = [
     "ConsensusGame", "EnvParams", "EnvState", "NeighbourAttention", "PPOConfig", "Policy", "evaluate",
-    "fit_importance", "graphs", "load_params", "make_baseline", "make_policy", "mixed_policy", "rollout",
+    "MultiAgentConsensusGame", "fit_importance", "graphs", "load_checkpoint", "load_params", "make_baseline", "make_policy", "mixed_policy", "relabel_params", "rollout",
     "save_params", "train_ippo",
 ]
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -65,16 +65,40 @@ class EnvState:
 
 
 def _check_unit(name: str, value) -> None:
-    arr = np.asarray(value, dtype=float)
+    if isinstance(value, (str, bytes, bool)) or (hasattr(value, "dtype") and not np.issubdtype(
+            np.asarray(value).dtype, np.number)):
+        raise TypeError(f"{name} must be a number (or an array of numbers), got {type(value).__name__}")
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a number (or an array of numbers), got {type(value).__name__}") from None
     if not np.all(np.isfinite(arr)) or np.any(arr < 0) or np.any(arr > 1):
         raise ValueError(f"{name} must lie in [0, 1], got {value!r}")
+
+
+def as_graph(graph) -> Graph:
+    """A :class:`Graph` from a ``Graph``, a networkx graph or an ``(E, 2)`` integer edge array."""
+    import networkx as nx
+
+    from consensusgame.graphs import from_edge_list, from_networkx
+
+    if isinstance(graph, Graph):
+        return graph
+    if isinstance(graph, nx.Graph):
+        return from_networkx(graph)
+    if isinstance(graph, (np.ndarray, jax.Array)) or (isinstance(graph, (list, tuple)) and graph
+                                                      and all(isinstance(e, (list, tuple, np.ndarray)) for e in graph)):
+        return from_edge_list(np.asarray(graph))
+    raise TypeError("graph must be a consensusgame.graphs.Graph, a networkx graph or an (E, 2) edge array, "
+                    f"got {type(graph).__name__}")
 
 
 class ConsensusGame:
     """A truth-finding game with conformity reward on a graph (see the module docstring).
 
     Args:
-        graph: a :class:`~consensusgame.graphs.Graph` (static or re-drawn groups).
+        graph: a :class:`~consensusgame.graphs.Graph` (static or re-drawn groups), a networkx graph,
+            or an ``(E, 2)`` array of integer node ids (an edge list; ``N`` = largest id + 1).
         n_options: ``K >= 2`` options.
         signal_accuracy: ``q`` in [0, 1], a scalar or an array of shape ``(N,)``.
         conformity: ``c`` in [0, 1].
@@ -83,8 +107,7 @@ class ConsensusGame:
 
     def __init__(self, graph: Graph, n_options: int = 2, signal_accuracy=0.65, conformity: float = 0.5,
                  rounds: int = 5):
-        if not isinstance(graph, Graph):
-            raise TypeError(f"graph must be a consensusgame.graphs.Graph, got {type(graph).__name__}")
+        graph = as_graph(graph)
         for name, v in (("n_options", n_options), ("rounds", rounds)):
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
                 raise TypeError(f"{name} must be an int, got {type(v).__name__}")
@@ -158,23 +181,33 @@ class ConsensusGame:
         """Everyone declares ``actions`` (N,) ints in [0, K).
 
         Returns ``(obs, state, rewards (N,), dones (N,), info)``; ``info`` holds ``correct``,
-        ``agreement`` (fraction of neighbours agreeing), ``degree`` and ``all_done``.
+        ``agreement`` (fraction of neighbours agreeing), ``degree``, ``all_done`` and ``invalid_action``.
+        Actions outside ``[0, K)`` raise ``ValueError`` when called eagerly; under ``jit`` they are
+        flagged in ``info["invalid_action"]`` and get a NaN reward (so training on them cannot pass silently).
         """
         params = self.default_params if params is None else params
         k = self.n_options
+        if not isinstance(actions, jax.core.Tracer):               # eager: refuse bad actions outright
+            a = np.asarray(actions)
+            if a.shape != (self.num_agents,) or not (np.issubdtype(a.dtype, np.integer) or a.size == 0):
+                raise ValueError(f"actions must be {self.num_agents} integers in [0, {k}), got shape {a.shape} "
+                                 f"dtype {a.dtype}")
+            if a.size and (a.min() < 0 or a.max() >= k):
+                raise ValueError(f"actions must lie in [0, {k}), got min {a.min()}, max {a.max()}")
         actions = jnp.asarray(actions, dtype=jnp.int32)
+        invalid = (actions < 0) | (actions >= k)                     # traced: flagged, and the reward is NaN
         onehot = jax.nn.one_hot(actions, k)
         counts = self.neighbour_sum(onehot, state.groups)
         deg = counts.sum(-1)
         agree = jnp.where(deg > 0, jnp.take_along_axis(counts, actions[:, None], 1)[:, 0] / jnp.maximum(deg, 1.0), 0.0)
         correct = (actions == state.truth).astype(jnp.float32)
         c = params.conformity
-        rewards = (1.0 - c) * correct + c * agree
+        rewards = jnp.where(invalid, jnp.nan, (1.0 - c) * correct + c * agree)
         new_round = state.round + 1
         new_groups = self._draw_groups(key) if self.graph.kind == "groups" else state.groups
         # the observation shows the round just played; degree feature refers to the next round
         nxt = state.replace(last_decl=actions, counts=counts, round=new_round, groups=new_groups)
         done = new_round >= self.rounds
         dones = jnp.full((self.num_agents,), done)
-        info = {"correct": correct, "agreement": agree, "degree": deg, "all_done": done}
+        info = {"correct": correct, "agreement": agree, "degree": deg, "all_done": done, "invalid_action": invalid}
         return self._obs(nxt), nxt, rewards, dones, info

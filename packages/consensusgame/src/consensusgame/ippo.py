@@ -77,10 +77,18 @@ class PPOConfig:
     def __post_init__(self):
         for name in ("num_envs", "num_updates", "epochs", "minibatches", "hidden"):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {v!r}")
-        if not self.lr > 0:
-            raise ValueError(f"lr must be > 0, got {self.lr}")
+        for name, lo, hi, lo_open in (("lr", 0.0, np.inf, True), ("gamma", 0.0, 1.0, False),
+                                      ("gae_lambda", 0.0, 1.0, False), ("clip", 0.0, np.inf, True),
+                                      ("ent_coef", 0.0, np.inf, False), ("vf_coef", 0.0, np.inf, False),
+                                      ("max_grad_norm", 0.0, np.inf, True)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+                raise ValueError(f"{name} must be a number, got {type(v).__name__} {v!r}")
+            ok = np.isfinite(v) and (v > lo if lo_open else v >= lo) and v <= hi
+            if not ok:
+                raise ValueError(f"{name} must lie in {'(' if lo_open else '['}{lo}, {hi}], got {v!r}")
 
 
 # other-play permutations ------------------------------------------------------------------
@@ -106,18 +114,23 @@ def unpermute_actions(actions: jax.Array, perm: jax.Array) -> jax.Array:
 
 # training ---------------------------------------------------------------------------------
 
-def make_train(env: ConsensusGame, config: PPOConfig = PPOConfig()):
+def make_train(env: ConsensusGame, config: PPOConfig = PPOConfig(), *, with_state: bool = False):
     """A pure ``train(key, env_params, other_play=True, init_params=None) -> (params, mean_return_per_update)``.
 
     ``other_play`` is traced (a boolean scalar), so ``vmap`` over seeds, conformity values and
-    self-play/other-play runs compiles once.
+    self-play/other-play runs compiles once. Update ``u`` draws its randomness from
+    ``fold_in(key_loop, u)``, so training in chunks (checkpoint, resume) gives the same numbers as
+    one call. ``with_state=True`` returns ``train(key, env_params, other_play, params, opt_state, start)
+    -> (params, opt_state, curve)`` running ``config.num_updates`` updates from update ``start``.
     """
     if not isinstance(env, ConsensusGame):
         raise TypeError(f"env must be a ConsensusGame, got {type(env).__name__}")
     n, k, rounds, cfg = env.num_agents, env.n_options, env.rounds, config
     net = ActorCritic(k, cfg.hidden)
-    tx = optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(cfg.lr, eps=1e-5))
+    tx = _optimizer(cfg)
     batch = cfg.num_envs * rounds * n
+    if cfg.minibatches > batch:
+        raise ValueError(f"minibatches ({cfg.minibatches}) must be <= the batch of num_envs*rounds*N = {batch} samples")
     mb = batch // cfg.minibatches
     identity = jnp.broadcast_to(jnp.arange(k, dtype=jnp.int32), (n, k))
 
@@ -160,14 +173,17 @@ def make_train(env: ConsensusGame, config: PPOConfig = PPOConfig()):
         ent = -jnp.mean(jnp.sum(jnp.exp(logp_all) * logp_all, -1))
         return pg + cfg.vf_coef * vf - cfg.ent_coef * ent
 
-    def train(key, env_params: EnvParams, other_play=True, init_params=None):
-        k_init, k_loop = jax.random.split(key)
-        params = net.init(k_init, jnp.zeros((1, env.obs_dim))) if init_params is None else init_params
-        opt_state = tx.init(params)
+    def init(key):
+        k_init, _ = jax.random.split(key)
+        params = net.init(k_init, jnp.zeros((1, env.obs_dim)))
+        return params, tx.init(params)
 
-        def update(carry, key):
+    def run_updates(key, env_params, other_play, params, opt_state, start):
+        _, k_loop = jax.random.split(key)
+
+        def update(carry, u):
             params, opt_state = carry
-            k_roll, k_sgd = jax.random.split(key)
+            k_roll, k_sgd = jax.random.split(jax.random.fold_in(k_loop, u))
             obs, act, logp, val, rew = jax.vmap(lambda kk: episode(params, env_params, other_play, kk))(
                 jax.random.split(k_roll, cfg.num_envs))                 # (E, R, N, ...)
             adv, ret = gae(val, rew)
@@ -189,9 +205,21 @@ def make_train(env: ConsensusGame, config: PPOConfig = PPOConfig()):
             (params, opt_state), _ = jax.lax.scan(epoch, (params, opt_state), jax.random.split(k_sgd, cfg.epochs))
             return (params, opt_state), jnp.mean(jnp.sum(rew, axis=1))
 
-        (params, _), curve = jax.lax.scan(update, (params, opt_state), jax.random.split(k_loop, cfg.num_updates))
+        steps = start + jnp.arange(cfg.num_updates)
+        (params, opt_state), curve = jax.lax.scan(update, (params, opt_state), steps)
+        return params, opt_state, curve
+
+    if with_state:
+        return run_updates
+
+    def train(key, env_params: EnvParams, other_play=True, init_params=None):
+        params, opt_state = init(key)
+        if init_params is not None:
+            params, opt_state = init_params, tx.init(init_params)
+        params, _, curve = run_updates(key, env_params, other_play, params, opt_state, 0)
         return params, curve
 
+    train.init = init
     return train
 
 
@@ -200,8 +228,21 @@ def _jitted_train(env: ConsensusGame, config: PPOConfig):
     return jax.jit(make_train(env, config))
 
 
+@lru_cache(maxsize=32)
+def _jitted_chunk(env: ConsensusGame, config: PPOConfig):
+    return jax.jit(make_train(env, config, with_state=True))
+
+
+def _check_finite(tree, what: str) -> None:
+    for leaf in jax.tree.leaves(tree):
+        a = np.asarray(leaf)
+        if np.issubdtype(a.dtype, np.floating) and not np.all(np.isfinite(a)):
+            raise FloatingPointError(f"{what} hold non-finite values (NaN or inf)")
+
+
 def train_ippo(env: ConsensusGame, *, key=None, other_play: bool = True, params: EnvParams | None = None,
-               init_params=None, **ppo) -> tuple[dict, np.ndarray]:
+               init_params=None, checkpoint=None, checkpoint_every: int | None = None, resume: bool = False,
+               **ppo) -> tuple[dict, np.ndarray]:
     """Train one shared policy with IPPO; returns ``(network params, mean return per update)``.
 
     Args:
@@ -209,16 +250,73 @@ def train_ippo(env: ConsensusGame, *, key=None, other_play: bool = True, params:
         key: a JAX PRNG key (default ``jax.random.key(0)``).
         other_play: per-agent label permutations during training (default) or self-play.
         params: game parameters (default ``env.default_params``).
-        init_params: start from these network parameters (resume / fine-tune).
+        init_params: start from these network parameters (fine-tune; fresh optimiser state).
+        checkpoint: a file; with ``checkpoint_every`` the network *and optimiser* state, the update
+            count and the curve are written there every ``checkpoint_every`` updates.
+        resume: continue from ``checkpoint`` if it exists (bit-identical to an uninterrupted run:
+            update ``u`` draws from ``fold_in(key, u)``); its configuration must match.
         **ppo: fields of :class:`PPOConfig` (``num_updates``, ``num_envs``, ``lr``, ...).
+
+    Raises:
+        FloatingPointError: training produced non-finite parameters or returns.
     """
     if not isinstance(env, ConsensusGame):
         raise TypeError(f"env must be a ConsensusGame, got {type(env).__name__}")
     config = PPOConfig(**ppo)
     key = jax.random.key(0) if key is None else key
     params = env.default_params if params is None else params
-    out, curve = _jitted_train(env, config)(key, params, jnp.bool_(other_play), init_params)
-    return out, np.asarray(curve)
+    if checkpoint_every is None and not resume:
+        if checkpoint is not None:
+            raise ValueError("checkpoint needs checkpoint_every (or resume=True)")
+        make_train(env, config)                                          # validates minibatches <= batch
+        out, curve = _jitted_train(env, config)(key, params, jnp.bool_(other_play), init_params)
+        curve = np.asarray(curve)
+        _check_finite((out, curve), "the trained parameters or returns")
+        return out, curve
+    if checkpoint is None:
+        raise ValueError("checkpoint_every / resume need a checkpoint path")
+    every = config.num_updates if checkpoint_every is None else int(checkpoint_every)
+    if every < 1:
+        raise ValueError(f"checkpoint_every must be >= 1, got {checkpoint_every}")
+    net_params, opt_state = make_train(env, config).init(key)
+    if init_params is not None:
+        net_params = init_params
+        opt_state = _optimizer(config).init(init_params)
+    meta = {"config": {k: v for k, v in asdict(config).items() if k != "num_updates"}, "other_play": bool(other_play),
+            "key": np.asarray(jax.random.key_data(key)).tolist(),
+            "conformity": float(params.conformity), "n_agents": env.num_agents}
+    start, curve = 0, []
+    path = Path(checkpoint)
+    if resume and path.exists():
+        state, saved = load_checkpoint(path, net_params, opt_state)
+        for k in meta:
+            if saved.get(k) != meta[k]:
+                raise ValueError(f"checkpoint {path} was written with another {k}: {saved.get(k)!r} != {meta[k]!r}")
+        net_params, opt_state = state["params"], state["opt_state"]
+        start, curve = int(saved["update"]), list(saved["curve"])
+    while start < config.num_updates:
+        n = min(every, config.num_updates - start)
+        chunk = _jitted_chunk(env, PPOConfig(**{**asdict(config), "num_updates": n}))
+        net_params, opt_state, c = chunk(key, params, jnp.bool_(other_play), net_params, opt_state, jnp.int32(start))
+        c = np.asarray(c)
+        _check_finite((net_params, c), f"the parameters or returns after update {start + n}")
+        start, curve = start + n, curve + c.tolist()
+        save_params(path, serialization.to_state_dict({"params": net_params, "opt_state": opt_state}),
+                    meta={**meta, "update": start, "curve": curve})
+    return net_params, np.asarray(curve, dtype=np.float32)
+
+
+def _optimizer(cfg: PPOConfig):
+    return optax.chain(optax.clip_by_global_norm(cfg.max_grad_norm), optax.adam(cfg.lr, eps=1e-5))
+
+
+def load_checkpoint(path, params_template, opt_state_template) -> tuple[dict, dict]:
+    """Read a training checkpoint of :func:`train_ippo`: ``({"params", "opt_state"}, meta)``."""
+    raw, meta = load_params(path)
+    if not isinstance(raw, dict) or set(raw) != {"params", "opt_state"}:
+        raise ValueError(f"{path} is not a consensusgame training checkpoint (no optimiser state)")
+    state = serialization.from_state_dict({"params": params_template, "opt_state": opt_state_template}, raw)
+    return jax.tree.map(jnp.asarray, state), meta
 
 
 # acting -----------------------------------------------------------------------------------
@@ -243,7 +341,11 @@ def _policy_fns(n_options: int, hidden: int, greedy: bool):
 
 
 def make_policy(params, env: ConsensusGame, *, greedy: bool = False) -> Policy:
-    """The learned policy as a :class:`~consensusgame.policy.Policy` (sampled, or ``greedy``)."""
+    """The learned policy as a :class:`~consensusgame.policy.Policy` (sampled, or ``greedy``).
+
+    Raises ``FloatingPointError`` for parameters holding NaN or inf (they would give plausible metrics)."""
+    if not isinstance(params, jax.core.Tracer) and not any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(params)):
+        _check_finite(params, "the policy parameters")
     init, act = _policy_fns(env.n_options, _hidden(params), bool(greedy))
     return Policy(init, act, params, "ippo")
 
@@ -267,6 +369,7 @@ def _mixed_fns(n_options: int, hidden: int, n_agents: int):
 
 def mixed_policy(params_a, params_b, env: ConsensusGame, frac_a: float = 0.5) -> Policy:
     """Cross-play: each agent is drawn from population A (prob. ``frac_a``) or B for the episode."""
+    _check_finite((params_a, params_b), "the policy parameters")
     init, act = _mixed_fns(env.n_options, _hidden(params_a), env.num_agents)
     return Policy(init, act, (params_a, params_b, jnp.float32(frac_a)), "cross-play")
 
@@ -276,6 +379,27 @@ def action_probs(params, obs) -> jax.Array:
     k = int(params["params"]["Dense_2"]["kernel"].shape[1])
     logits, _ = ActorCritic(k, _hidden(params)).apply(params, obs)
     return jax.nn.softmax(logits)
+
+
+def relabel_params(params, perm) -> dict:
+    """The network of the population that uses the *global* relabelling ``σ`` (``perm[k] = σ(k)``)
+    as its convention: ``π'(a | o) = π(σ(a) | σ·o)`` and ``V'(o) = V(σ·o)``, exactly, by permuting
+    the input rows of the label blocks and the logit columns. A self-play population and its
+    relabelled copy share no convention; an equivariant policy is its own relabelled copy."""
+    perm = np.asarray(perm)
+    k = int(params["params"]["Dense_2"]["kernel"].shape[1])
+    if sorted(perm.tolist()) != list(range(k)):
+        raise ValueError(f"perm must be a permutation of range({k}), got {perm.tolist()}")
+    obs_dim = int(params["params"]["Dense_0"]["kernel"].shape[0])
+    rows = np.arange(obs_dim)
+    for b in range(3):
+        rows[b * k:(b + 1) * k] = b * k + perm
+    p = {name: dict(layer) for name, layer in params["params"].items()}
+    for name in ("Dense_0", "Dense_3"):                               # the actor's and the critic's input layers
+        p[name]["kernel"] = jnp.asarray(params["params"][name]["kernel"])[rows]
+    p["Dense_2"]["kernel"] = jnp.asarray(params["params"]["Dense_2"]["kernel"])[:, perm]
+    p["Dense_2"]["bias"] = jnp.asarray(params["params"]["Dense_2"]["bias"])[perm]
+    return {"params": p}
 
 
 def symmetrized_probs(params, obs) -> jax.Array:

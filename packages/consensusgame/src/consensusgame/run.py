@@ -305,9 +305,20 @@ def _run_game(cfg, out_dir):
 
     cs = [float(c) for c in cfg.sweep.conformity]
     lo, hi = cs[0], cs[-1]
-    names = [r["graph"] for r in rows if r["block"] == "sweep"]
-    static_name = next(n for n in dict.fromkeys(names) if not n.startswith("groups"))
-    groups_name = next(n for n in dict.fromkeys(names) if n.startswith("groups"))
+    from consensusgame.graphs import make_graph
+
+    # the kind comes from the graph objects, never from the name (a user's "groups.txt" is static)
+    sweep_graphs = [make_graph(**dict(sp)) for sp in cfg.sweep.graphs]
+    static_g = next((g for g in sweep_graphs if g.kind == "static"), None)
+    groups_g = next((g for g in sweep_graphs if g.kind == "groups"), None)
+    if static_g is None and groups_g is None:
+        raise ValueError("sweep.graphs is empty")
+    # a sweep with one kind only (e.g. a user's edge list alone): the other kind's claims are
+    # measured on the same graph and marked inconclusive through an unmet precondition
+    has_both = {"the sweep has both a static graph and a re-drawn groups graph": static_g is not None
+                and groups_g is not None}
+    static_name = (static_g or groups_g).name
+    groups_name = (groups_g or static_g).name
 
     def per_seed(graph, metric, c, policy="ippo_op"):
         return [sweep[(graph, policy, c, s)][metric] for s in seeds]
@@ -329,9 +340,12 @@ def _run_game(cfg, out_dir):
         return c.verdict == "supported"
 
     trained = {f"the trained policy beats random declarations at c={lo} on {g} (paired CI)": beats_random(g)
-               for g in (static_name, groups_name)}
-    req_static = {w: v for w, v in trained.items() if static_name in w}
-    req_groups = {w: v for w, v in trained.items() if groups_name in w}
+               for g in dict.fromkeys((static_name, groups_name))}
+    # the missing-kind precondition first: the verdict's reason names the first unmet one
+    req_static = {**({} if static_g is not None else has_both),
+                  **{w: v for w, v in trained.items() if static_name in w}}
+    req_groups = {**({} if groups_g is not None else has_both),
+                  **{w: v for w, v in trained.items() if groups_name in w}}
     # seeds where no agent ever saw a disagreeing neighbourhood have no conditional rate (NaN): dropped in pairs
     dis_paired = [(x, y) for x, y in zip(per_seed(static_name, "dishonesty_disagree", hi),
                                          per_seed(static_name, "dishonesty_disagree", lo))
@@ -385,7 +399,7 @@ def _run_game(cfg, out_dir):
             "groups_smaller_accuracy_loss",
             "In small re-drawn groups the accuracy lost to conformity is smaller than on the large static graph.",
             f"accuracy drop (c={lo} minus c={hi}), {groups_name}", drop_groups, baseline=static_name,
-            baselines={static_name: drop_static}, better="lower", paired=True, requires=trained),
+            baselines={static_name: drop_static}, better="lower", paired=True, requires={**has_both, **trained}),
         Claim.compare(
             "groups_conformity_raises_agreement",
             f"In small re-drawn groups high conformity (c={hi}) raises agreement relative to c={lo}.",
@@ -401,9 +415,7 @@ def _run_game(cfg, out_dir):
             better="higher", paired=True, bounds=acc),
     ]
     # checks: rates the game's construction forces (signals right with prob. q, random picks 1/K)
-    from consensusgame.graphs import make_graph
-
-    n_static = next(g.n_nodes for g in (make_graph(**dict(sp)) for sp in cfg.sweep.graphs) if g.name == static_name)
+    n_static = (static_g or groups_g).n_nodes
     n_draws = len(seeds) * int(cfg.eval_episodes) * int(n_static)
     q = float(cfg.signal_accuracy)
     checks = [Claim.check(
