@@ -1,7 +1,7 @@
 from paperworks.testing import run_cli, smoke_without_matplotlib
 
 CLAIMS = {"op_prevents_conventions", "attention_recovers_importance", "attention_beats_topology_heuristics",
-          "conformity_lowers_accuracy_static", "conformity_raises_dishonesty_static", "accuracy_loss_grows_with_n",
+          "conformity_lowers_accuracy_static", "conformity_lie_to_fit_in_static", "accuracy_loss_grows_with_n",
           "groups_smaller_accuracy_loss", "groups_conformity_raises_agreement", "trained_beats_random"}
 
 

@@ -192,3 +192,18 @@ def test_checkpoint_resume_is_exact(env10, tmp_path):
     save_params(tmp_path / "p.msgpack", p0)
     with pytest.raises(ValueError, match="optimiser"):
         load_checkpoint(tmp_path / "p.msgpack", p0, o0)
+
+
+def test_declaration_deviation(trained_grid, env10):
+    from consensusgame.ippo import relabel_params
+    from consensusgame.metrics import declaration_deviation
+
+    hi = trained_grid[(0, 0.9, False)][0]
+    lo = relabel_params(hi, [1, 0])                                   # the mirrored convention: must deviate
+    same = declaration_deviation(env10, hi, hi, hi, key=jax.random.key(0), episodes=8)
+    assert same == {"fit_in": 0.0, "deviation": 0.0, "noise_fit_in": 0.0, "noise_deviation": 0.0}
+    d = declaration_deviation(env10, hi, lo, hi, key=jax.random.key(0), episodes=8)
+    assert d["fit_in"] == d["noise_fit_in"] and d["deviation"] == d["noise_deviation"]
+    assert 0.0 <= d["fit_in"] <= d["deviation"] <= 1.0 and d["deviation"] > 0.0
+    with pytest.raises(ValueError, match="episodes"):
+        declaration_deviation(env10, hi, lo, hi, episodes=0)

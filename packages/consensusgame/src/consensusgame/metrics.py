@@ -132,3 +132,60 @@ def _sample_obs(env, key, episodes):
 def sample_observations(env: ConsensusGame, key, *, episodes: int = 8) -> jax.Array:
     """Observations ``(episodes·R·N, 3K + 2)`` met under random declarations (for equivariance checks)."""
     return _sample_obs(env, key, int(episodes))
+
+
+def declaration_deviation(env: ConsensusGame, params_played, params_ref, params_other, *, key=None,
+                          episodes: int = 64, params: EnvParams | None = None) -> dict:
+    """Lying to fit in, measured against a reference policy on the *same* observations.
+
+    ``params_played`` (e.g. the policy trained at high conformity) is rolled out (sampled). On every
+    observation from round 2 on (a neighbour histogram exists), compare greedy declarations:
+
+    - ``fit_in``: P(played declares the neighbours' strict plurality ∧ the reference, e.g. the c = 0
+      policy of the same seed, would not): declaring to fit in where the truth-seeking policy would not;
+    - ``deviation``: P(played ≠ reference);
+    - ``noise_fit_in`` / ``noise_deviation``: the same with ``params_other`` (e.g. the c = 0 policy of
+      another seed) in place of the played policy: what training noise alone gives.
+    """
+    from consensusgame.ippo import _check_finite, make_policy
+
+    if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
+        raise ValueError(f"episodes must be an int >= 1, got {episodes!r}")
+    _check_finite((params_played, params_ref, params_other), "the policy parameters")
+    key = jax.random.key(0) if key is None else key
+    params = env.default_params if params is None else params
+    pol = make_policy(params_played, env)
+    out = jax.device_get(_deviation(env, pol.static, params_played, params_ref, params_other, key, int(episodes),
+                                    params))
+    return {k: float(v) for k, v in out.items()}
+
+
+@partial(jax.jit, static_argnums=(0, 1, 6))
+def _deviation(env, fns, pa, pr, po, key, episodes, params):
+    from consensusgame.ippo import action_probs
+
+    policy = Policy(fns[0], fns[1], pa)
+    k = env.n_options
+
+    def one(kk):
+        k_reset, k_init, k_run = jax.random.split(kk, 3)
+        obs, state = env.reset(k_reset, params)
+        carry = policy.init(policy.args, k_init, obs, state)
+
+        def body(c, k2):
+            obs, state, carry = c
+            ka, ks = jax.random.split(k2)
+            actions, carry = policy.act(policy.args, ka, obs, state, carry)
+            obs2, state2, *_ = env.step(ks, state, actions, params)
+            return (obs2, state2, carry), obs
+
+        return jax.lax.scan(body, (obs, state, carry), jax.random.split(k_run, env.rounds))[1]
+
+    obs = jax.vmap(one)(jax.random.split(key, episodes))[:, 1:].reshape(-1, env.obs_dim)   # rounds 2..R
+    hist = obs[:, 2 * k:3 * k]
+    top = jnp.max(hist, -1, keepdims=True)
+    plural = jnp.where(jnp.sum(hist == top, -1) == 1, jnp.argmax(hist, -1), -1)  # strict plurality, else −1
+    plural = jnp.where(jnp.sum(hist, -1) > 0, plural, -1)
+    da, dr, do = (jnp.argmax(action_probs(p, obs), -1) for p in (pa, pr, po))
+    return {"fit_in": jnp.mean((da == plural) & (dr != plural)), "deviation": jnp.mean(da != dr),
+            "noise_fit_in": jnp.mean((do == plural) & (dr != plural)), "noise_deviation": jnp.mean(do != dr)}
