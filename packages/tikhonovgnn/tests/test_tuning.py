@@ -72,3 +72,19 @@ def test_stop_on_nonfinite_keeps_the_best_validated_weights():
     train_graph_classifier(model, graphs, epochs=50, lr=1e30, val=graphs, log=info, stop_on_nonfinite=True)
     assert info["diverged"] and info["epochs_run"] < 50
     assert all(torch.isfinite(p).all() for p in model.parameters())
+
+
+def test_min_delta_stops_a_run_whose_loss_only_creeps_down():
+    from tikhonovgnn.baselines import make_model
+    from torch_geometric.data import Data
+
+    torch.manual_seed(0)
+    graphs = [Data(x=torch.full((4, 2), float(i % 2)), edge_index=torch.tensor([[0, 1], [1, 0]]),
+                   y=torch.tensor([i % 2])) for i in range(8)]  # separable: the loss shrinks for ever
+    runs = {}
+    for delta in (0.0, 10.0):
+        model, info = make_model("mlp", 2, 8, 2, task="graph", num_layers=2), {}
+        train_graph_classifier(model, graphs, epochs=40, lr=0.05, val=graphs, patience=3, log=info, min_delta=delta)
+        runs[delta] = info
+    assert runs[0.0]["epochs_run"] == 40  # every epoch improves a little, so patience never runs out
+    assert runs[10.0]["epochs_run"] == 4 and runs[10.0]["best_epoch"] == 1  # no drop of 10 nats: stop after 3

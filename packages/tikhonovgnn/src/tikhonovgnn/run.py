@@ -158,7 +158,7 @@ def task_colours(cfg, seeds) -> tuple[list, list, dict]:
         info = {}
         train_graph_classifier(model, train, epochs=cap, lr=lr, batch_size=int(c.get("batch_size", m.batch_size)),
                                seed=seed, name=name, val=val, patience=int(c.patience), log=info,
-                               stop_on_nonfinite=True)
+                               stop_on_nonfinite=True, min_delta=float(c.min_delta))
         return model, info
 
     # learning rates: tuned per model on separate tuning seeds (their own data and init), the same ladder and
@@ -213,8 +213,8 @@ def task_colours(cfg, seeds) -> tuple[list, list, dict]:
         notes=f"non-inferiority margin 5 accuracy points (our choice; the abstract says 'matches'); paired over "
               f"{len(seeds)} seeds; chance is 1/3. {int(c.graphs)} graphs of {int(c.min_nodes)}-{int(c.max_nodes)} "
               f"nodes per seed, split 60/20/20; every model early-stopped on the validation loss (patience "
-              f"{int(c.patience)}, cap {cap} epochs), its learning rate tuned on {len(tseeds)} separate tuning "
-              f"seed(s) {tseeds} by the validation loss, starting from {sorted(float(v) for v in c.lr_grid)} and "
+              f"{int(c.patience)}, min_delta {float(c.min_delta):g}, cap {cap} epochs), its learning rate tuned "
+              f"on {len(tseeds)} separate tuning seed(s) {tseeds} by the validation loss, starting from {sorted(float(v) for v in c.lr_grid)} and "
               f"extended along {sorted(float(v) for v in c.lr_ladder)} while the best was on an edge: "
               + ", ".join(f"{n} {tuned[n]:g} (scored {scored[n]}{'' if interior[n] else ', ON THE EDGE'})"
                           for n in models)
@@ -248,7 +248,7 @@ def task_motifs(cfg, seeds) -> tuple[list, list, dict]:
             info = {}
             train_graph_classifier(model, train, epochs=int(c.max_epochs), lr=float(m.lr),
                                    batch_size=int(m.batch_size), seed=seed, name=name, val=val,
-                                   patience=int(c.patience), log=info)
+                                   patience=int(c.patience), log=info, min_delta=float(c.min_delta))
             epochs[name] = info["epochs_run"]
             capped[name] += info["epochs_run"] >= int(c.max_epochs)
         mk = {}
@@ -274,7 +274,8 @@ def task_motifs(cfg, seeds) -> tuple[list, list, dict]:
         return [r[k] for r in rows if r["task"] == "motifs"]
 
     acc = (f"accuracy Tikhonov {np.mean(col('acc_tikhonov')):.3f}, GIN {np.mean(col('acc_gin')):.3f}; lr "
-           f"{float(m.lr):g}, early-stopped on the validation loss (patience {int(c.patience)}, cap "
+           f"{float(m.lr):g}, early-stopped on the validation loss (patience {int(c.patience)}, min_delta "
+           f"{float(c.min_delta):g}, cap "
            f"{int(c.max_epochs)}), runs cut by the cap: Tikhonov {capped['tikhonov']}, GIN {capped['gin']}")
     uncapped = {"Tikhonov and GIN early-stopped before the epoch cap on every seed": not any(capped.values())}
     claims = [

@@ -23,13 +23,15 @@ def _check_finite(loss: torch.Tensor, epoch: int, name: str) -> None:
 def train_graph_classifier(model: nn.Module, train, *, epochs: int, lr: float = 0.01, weight_decay: float = 0.0,
                            batch_size: int = 32, seed: int = 0, name: str = "model", val=None,
                            patience: int | None = None, log: dict | None = None,
-                           stop_on_nonfinite: bool = False) -> nn.Module:
+                           stop_on_nonfinite: bool = False, min_delta: float = 0.0) -> nn.Module:
     """Adam on cross-entropy over PyG mini-batches; returns the model in eval mode.
 
     With ``val`` (a list of graphs): after every epoch the validation cross-entropy is measured, the
     weights with the lowest one are kept (earliest epoch on ties) and restored at the end, and training
     stops once ``patience`` epochs pass without improvement (early stopping; ``epochs`` is then the cap).
-    The loss, not the accuracy, decides: it keeps falling on the accuracy plateaus where these models
+    An epoch improves on the best only if its validation loss is lower by more than ``min_delta``
+    (nats; on separable data the loss otherwise keeps shrinking by ever smaller amounts and early
+    stopping never fires). The loss, not the accuracy, decides: it keeps falling on the accuracy plateaus where these models
     sit at chance for a while. ``log`` receives ``epochs_run``, ``best_epoch``, ``best_val_loss`` and
     ``best_val_acc`` (the accuracy of the kept weights) and ``diverged``.
 
@@ -55,7 +57,7 @@ def train_graph_classifier(model: nn.Module, train, *, epochs: int, lr: float = 
             break
         if val is not None:
             vloss = graph_loss(model, val)
-            if vloss < best:
+            if vloss < best - min_delta:
                 best, best_epoch = vloss, epoch
                 best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
             elif patience is not None and epoch - best_epoch >= patience:
