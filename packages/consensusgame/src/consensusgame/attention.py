@@ -142,3 +142,20 @@ def planted_accuracy(graph: Graph, *, rng: np.random.Generator, low: float = 0.5
     latent = lat + noise * rng.standard_normal(graph.n_nodes)
     pct = np.argsort(np.argsort(latent)) / max(graph.n_nodes - 1, 1)
     return low + (high - low) * pct
+
+
+def planted_independent(graph: Graph, *, rng: np.random.Generator, low: float = 0.5, high: float = 0.9) -> np.ndarray:
+    """Planted importance ``q_j`` in ``[low, high]`` drawn independently of the graph: the percentile
+    of i.i.d. normal draws, mapped linearly. No topology heuristic (degree, PageRank, ...) can rank
+    it better than chance; only the declarations carry it."""
+    if not isinstance(graph, Graph):
+        raise TypeError(f"graph must be a consensusgame Graph, got {type(graph).__name__}")
+    latent = rng.standard_normal(graph.n_nodes)
+    pct = np.argsort(np.argsort(latent)) / max(graph.n_nodes - 1, 1)
+    return low + (high - low) * pct
+
+
+def identity_features(graph: Graph) -> np.ndarray:
+    """One-hot node identities ``(N, N)``: with these the layer's score is a free per-node parameter,
+    learnable only from declaration statistics (use with :func:`planted_independent`)."""
+    return np.eye(graph.n_nodes, dtype=np.float32)

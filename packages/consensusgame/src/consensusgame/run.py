@@ -254,7 +254,13 @@ def _crossplay(cfg, seeds, out_dir, rows):
 def _attention(cfg, seeds, rows):
     import jax
 
-    from consensusgame.attention import attention_received, fit_importance, planted_accuracy
+    from consensusgame.attention import (
+        attention_received,
+        fit_importance,
+        identity_features,
+        planted_accuracy,
+        planted_independent,
+    )
     from consensusgame.graphs import make_graph
     from paperworks.metrics import spearman
 
@@ -270,14 +276,20 @@ def _attention(cfg, seeds, rows):
         pagerank = np.array([pr[i] for i in range(graph.n_nodes)], dtype=float)
         res = {"score": [], "received": [], "uniform": [], "degree": [], "pagerank": [], "example": None}
         planted = str(at.get("planted", "degree"))
-        if planted not in ("degree", "topology"):
-            raise ValueError(f"attention.planted must be 'degree' or 'topology', got {planted!r}")
+        if planted not in ("degree", "topology", "independent"):
+            raise ValueError(f"attention.planted must be 'degree', 'topology' or 'independent', got {planted!r}")
+        # independent: importance drawn apart from the graph, the layer scores node identities
+        # (a free score per node), so only the declarations can reveal it
+        feats = identity_features(graph) if planted == "independent" else None
         for s in seeds:
             rng = np.random.default_rng(s)
-            w = rng.standard_normal(4) if planted == "topology" else None
-            q = planted_accuracy(graph, rng=rng, noise=float(at.noise), weights=w)
+            if planted == "independent":
+                q = planted_independent(graph, rng=rng)
+            else:
+                w = rng.standard_normal(4) if planted == "topology" else None
+                q = planted_accuracy(graph, rng=rng, noise=float(at.noise), weights=w)
             fit = fit_importance(graph, q, key=jax.random.key(s), steps=int(at.steps), batch=int(at.batch),
-                                 n_options=int(cfg.n_options))
+                                 n_options=int(cfg.n_options), features=feats)
             r = {"score": spearman(fit["scores"], q), "received": spearman(fit["received"], q),
                  "uniform": spearman(uniform, q), "degree": spearman(deg.astype(float), q),
                  "pagerank": spearman(pagerank, q)}
@@ -387,7 +399,9 @@ def _run_game(cfg, out_dir):
             better="lower", paired=True),
         Claim.threshold(
             "attention_recovers_importance",
-            "A learned neighbour-attention layer recovers planted agent importance from topology alone.",
+            "A learned neighbour-attention layer recovers planted agent importance"
+            + (" from declarations alone (importance drawn independently of the graph)."
+               if str(cfg.attention.get("planted", "degree")) == "independent" else " from topology alone."),
             f"Spearman(learned attention score, planted signal accuracy), {att_name}, planted: "
             f"{cfg.attention.get('planted', 'degree')}",
             estimate(am["score"], bounds=(-1.0, 1.0)), threshold=float(cfg.attention.threshold), better="higher",
