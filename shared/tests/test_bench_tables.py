@@ -63,6 +63,28 @@ def test_peak_memory_counts_the_call_not_the_setup():
         peak_memory(_alloc, "x")
 
 
+def _sleep_then_spin(sleep_s, spin_s):
+    import time
+
+    time.sleep(sleep_s)
+    t0 = time.process_time()
+    while time.process_time() - t0 < spin_s:
+        pass
+
+
+def _slow_setup():
+    import time
+
+    time.sleep(2.0)
+    return ()
+
+
+def test_peak_memory_times_the_same_call_after_setup():
+    m = peak_memory(_sleep_then_spin, 0.3, 0.2, setup=_slow_setup)
+    assert 0.5 <= m.wall_s < 1.9, m  # the call's sleep and spin, not the set-up's 2 s
+    assert 0.15 <= m.cpu_s < m.wall_s, m
+
+
 def _doc(tmp_path, name, experiment="paper", seeds=(0, 1, 2), vals=(1.0, 1.2, 1.1)):
     c = Claim.compare("p", "beats `b`", "m", list(vals), baseline="b", baselines={"b": [v - 0.5 for v in vals]},
                       better="higher", paired=True)

@@ -168,6 +168,14 @@ def _status_kb(key: str) -> float | None:
     return None
 
 
+def _timed(fn, args, kwargs, sync=None) -> tuple[float, float]:
+    t0, c0 = time.perf_counter(), time.process_time()
+    fn(*args, **kwargs)
+    if sync is not None:
+        sync()
+    return time.perf_counter() - t0, time.process_time() - c0
+
+
 def _memory_child(conn, fn, args, kwargs, setup, device) -> None:
     try:
         if setup is not None:
@@ -178,9 +186,8 @@ def _memory_child(conn, fn, args, kwargs, setup, device) -> None:
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()
             base = torch.cuda.max_memory_allocated()
-            fn(*args, **kwargs)
-            torch.cuda.synchronize()
-            conn.send(("ok", float(torch.cuda.max_memory_allocated() - base), "cuda-allocator-peak"))
+            wall, cpu = _timed(fn, args, kwargs, torch.cuda.synchronize)
+            conn.send(("ok", float(torch.cuda.max_memory_allocated() - base), "cuda-allocator-peak", wall, cpu))
             return
         method = "vmhwm"
         try:
@@ -193,24 +200,27 @@ def _memory_child(conn, fn, args, kwargs, setup, device) -> None:
             import tracemalloc
 
             tracemalloc.start()
-            fn(*args, **kwargs)
-            conn.send(("ok", float(tracemalloc.get_traced_memory()[1]), "tracemalloc"))
+            wall, cpu = _timed(fn, args, kwargs)
+            conn.send(("ok", float(tracemalloc.get_traced_memory()[1]), "tracemalloc", wall, cpu))
             return
-        fn(*args, **kwargs)
+        wall, cpu = _timed(fn, args, kwargs)
         hwm = _status_kb("VmHWM") or rss0
-        conn.send(("ok", max(hwm - rss0, 0.0) * 1024.0, method))
+        conn.send(("ok", max(hwm - rss0, 0.0) * 1024.0, method, wall, cpu))
     except BaseException as e:  # report every failure to the parent
-        conn.send(("failed", f"{type(e).__name__}: {e}", ""))
+        conn.send(("failed", f"{type(e).__name__}: {e}", "", float("nan"), float("nan")))
     finally:
         conn.close()
 
 
 @dataclass(frozen=True)
 class Memory:
-    """Peak memory of one call: ``bytes`` above the process's state after set-up, and how measured."""
+    """Peak memory of one call: ``bytes`` above the process's state after set-up, and how measured;
+    ``wall_s``/``cpu_s``: the same call's wall and CPU time in the child (after set-up)."""
 
     bytes: float
     method: str
+    wall_s: float = float("nan")
+    cpu_s: float = float("nan")
 
     @property
     def mib(self) -> float:
@@ -225,7 +235,8 @@ def peak_memory(fn: Callable, *args, setup: Callable[[], tuple] | None = None, d
     reset, so their memory is not charged to ``fn``. CPU: the rise of the peak resident set
     (``VmHWM``, reset through ``/proc/self/clear_refs``), which counts native allocations
     (BLAS, HiGHS, torch) that ``tracemalloc`` would miss; where ``/proc`` lacks it, tracemalloc's
-    peak (``Memory.method`` says which). CUDA: ``torch.cuda.max_memory_allocated`` rise.
+    peak (``Memory.method`` says which). CUDA: ``torch.cuda.max_memory_allocated`` rise. The call is
+    timed in the same child (``Memory.wall_s``, ``Memory.cpu_s``), so one fresh process gives both.
     ``fn``, ``setup`` and the arguments must be picklable (module-level functions).
     """
     if not callable(fn):
@@ -240,7 +251,7 @@ def peak_memory(fn: Callable, *args, setup: Callable[[], tuple] | None = None, d
     try:
         if not parent.poll(timeout):
             raise TimeoutError(f"peak_memory: the call did not finish within {timeout} s")
-        status, value, method = parent.recv()
+        status, value, method, wall, cpu = parent.recv()
     finally:
         proc.join(5)
         if proc.is_alive():
@@ -249,4 +260,4 @@ def peak_memory(fn: Callable, *args, setup: Callable[[], tuple] | None = None, d
         raise RuntimeError(f"peak_memory: the call failed in the child process: {value}")
     if not math.isfinite(value):
         raise RuntimeError("peak_memory: no measurement")
-    return Memory(float(value), method)
+    return Memory(float(value), method, float(wall), float(cpu))
