@@ -172,11 +172,16 @@ def fresh_call(kind: str, h, shape, w, kwargs: dict, timeout_s: float) -> dict:
             out["error"] = msg[1]
         return out
     finally:
-        proc.join(5)
-        if proc.is_alive():
-            proc.kill()
-            proc.join()
-        parent.close()
+        _reap(proc, parent)
+
+
+def _reap(proc, conn) -> None:
+    """Join a measuring child (killing it if it outlives a grace period) and close its pipe."""
+    proc.join(5)
+    if proc.is_alive():
+        proc.kill()
+        proc.join()
+    conn.close()
 
 
 def fresh_process_runs(candidates: dict, h, shape, w, *, repeats: int, timeout_s: dict) -> dict:
@@ -288,8 +293,4 @@ def measure(fn, *args, timeout_s: float | None = None, isolate: bool = True, **k
             return Measured("ok", msg[2], msg[3], msg[1])
         return Measured("failed", time.perf_counter() - t0, None, None, msg[1])
     finally:
-        proc.join(5)
-        if proc.is_alive():
-            proc.kill()
-            proc.join()
-        parent.close()
+        _reap(proc, parent)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from groupfdr.mirror import _center, mirror_threshold
+from groupfdr.mirror import mirror_threshold
 
 
 def coordinate_gm(X, y, z, *, q: float = 0.1, offset: int = 1):
@@ -155,4 +155,4 @@ def fdp_and_power(selected, active_mask) -> tuple[float, float]:
 
 
 __all__ = ["any_selected", "bh_group_ftest", "coordinate_gm", "fdp_and_power", "group_knockoffs",
-           "group_lasso_cv", "group_lasso_path", "_center"]
+           "group_lasso_cv", "group_lasso_path"]

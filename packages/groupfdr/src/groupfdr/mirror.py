@@ -158,12 +158,6 @@ def mirror_matrix(A, B) -> np.ndarray:
     return Vt.T @ (W / sig[:, None])
 
 
-def mirror_stat(plus, minus) -> float:
-    """M = ‖b⁺ + b⁻‖ − ‖b⁺ − b⁻‖."""
-    plus, minus = np.asarray(plus, float), np.asarray(minus, float)
-    return float(np.linalg.norm(plus + minus) - np.linalg.norm(plus - minus))
-
-
 def _whitener(A, BC) -> np.ndarray:
     """W = (Cov(β̂⁺) + Cov(β̂⁻))^{-½}/σ for the residualised copies A ± BC (the covariance shared by
     β̂⁺ + β̂⁻ and β̂⁺ − β̂⁻ when the copies are orthogonal); built from X and Z only, never y."""

@@ -23,7 +23,7 @@ from groupfdr.baselines import (
     group_lasso_cv,
 )
 from groupfdr.data import simulate_sequences, simulate_var_groups
-from groupfdr.mirror import as_groups, mirror_matrix, mirror_threshold, ols_statistics, ols_statistics_brute
+from groupfdr.mirror import as_groups, mirror_threshold, ols_statistics, ols_statistics_brute
 from paperworks import Claim, binomial_ci, estimate, seeds_of
 
 log = logging.getLogger(__name__)
@@ -342,4 +342,4 @@ def run(cfg, out_dir: Path | None = None) -> dict:
             "extra": {"summary": summary}, "plots": plots}
 
 
-__all__ = ["run", "linear_rep", "neural_rep", "null_rep", "highdim_rep", "identity_checks", "mirror_matrix"]
+__all__ = ["run", "linear_rep", "neural_rep", "null_rep", "highdim_rep", "identity_checks"]
