@@ -55,7 +55,7 @@ def test_make_new_takes_the_title_from_the_readme_and_marks_it(tmp_path):
     assert rc == 0
     pyproject = (tmp_path / "packages" / "zznewpkg" / "pyproject.toml").read_text()
     assert 'description = "A Paper About Things: a subtitle"' in pyproject
-    assert '"paperworks>=0.2,<0.3"' in pyproject
+    assert '"paperworks>=0.2.1,<0.3"' in pyproject
     assert "| `zznewpkg` | A Paper About Things: a subtitle | available | [README](packages/zznewpkg/README.md) |" in readme.read_text()
     assert new_package.main(["zznewpkg", "--dest", str(tmp_path / "packages"), "--readme", str(readme)]) == 2
 

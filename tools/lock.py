@@ -6,7 +6,8 @@
 
 Resolves, with pip-tools' ``pip-compile``, the dependencies and *every* extra of shared/ and of
 each package (given as editable local paths, so the unpublished ``paperworks`` packages resolve),
-plus the developer tooling in tools/dev-tools.txt. The paperworks packages themselves are not
+plus the developer tooling in tools/dev-tools.txt, keeping the current pins where they still resolve
+(``pip-compile --upgrade`` by hand moves everything forward). The paperworks packages themselves are not
 pinned (they are the code under test); torch keeps its public version (``torch==2.13.0``) so the
 same line selects the CPU build here (``+cpu`` wheel on local disk) and in CI (the CPU index).
 """
@@ -74,6 +75,11 @@ def main(argv=None) -> int:
         src = Path(tmp) / "lock.in"
         src.write_text(lock_input(), encoding="utf-8")
         raw = Path(tmp) / "lock.txt"
+        if args.output.exists():
+            # pip-compile takes an existing output file's pins as preferences: a new package's
+            # dependencies are fitted around what is locked (and tested) instead of re-resolving
+            # everything to the newest releases, which can move shared pins backwards.
+            raw.write_text(args.output.read_text(encoding="utf-8"), encoding="utf-8")
         cmd = [sys.executable, "-m", "piptools", "compile", "--quiet", "--no-header", "--strip-extras",
                "--no-emit-index-url", "--no-emit-find-links", "--no-emit-trusted-host",
                "--annotation-style", "line", "--resolver", "backtracking",
