@@ -4,5 +4,6 @@ from paperworks.testing import readme_python_blocks
 
 
 def test_readme_quickstart_runs():
+    ns = {}  # later blocks continue the quickstart, as in a notebook
     for block in readme_python_blocks(Path(__file__).parents[1] / "README.md"):
-        exec(compile(block, "README.md", "exec"), {})
+        exec(compile(block, "README.md", "exec"), ns)

@@ -5,7 +5,8 @@ from paperworks.testing import smoke_without_matplotlib
 
 TINY = ["experiment=smoke", "experiment.name=bench", "methods=[sgd,shadowqng]", "seeds=2", "budget=3000",
         "bench_build.sizes=[3]", "bench_build.ks=[1,2]", "checks.n=3", "checks.layers=1", "checks.circuits=1", "checks.tradeoff_n=3", "checks.reps=1",
-        "checks.snapshots=[100,400]", "checks.active_snapshots=50"]
+        "checks.snapshots=[100,400]", "checks.active_snapshots=50", "bench_devices.n=3", "bench_devices.layers=1",
+        "bench_devices.snapshots=60", "bench_devices.repeats=3"]
 
 
 def test_bench_path_reports_shots_to_target_and_build_cost():
@@ -21,6 +22,10 @@ def test_bench_path_reports_shots_to_target_and_build_cost():
     build = claims["builds_at_scale"]
     assert build.verdict == "supported" and build.method.has_ci and "CPU seconds" in build.metric
     assert all(r["build_cpu_s"] > 0 and r["statevector_cpu_s"] > 0 for r in builds)
+    steps = {r["device"] for r in out["metrics"] if r["kind"] == "device_step"}
+    assert steps == {"default.qubit", "lightning.qubit", "lightning.qubit, shots (grouped)"}
+    light = claims["lightning_step_time"]
+    assert light.method.has_ci and light.rule["threshold"] == 1.5 and "grouped" not in light.metric
 
 
 def test_vqe_rows_cover_every_method_lr_and_seed():

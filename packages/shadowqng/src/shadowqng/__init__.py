@@ -8,7 +8,20 @@ Public API (PennyLane's idiom)::
 """
 
 from shadowqng.ledger import ShotLedger
-from shadowqng.surrogate import ShadowQNGOptimizer, natural_direction, propagate_generators, surrogate_qfim
+from shadowqng.surrogate import (
+    ShadowQNGOptimizer,
+    metric_tensor_fn,
+    natural_direction,
+    propagate_generators,
+    surrogate_qfim,
+)
 
-__all__ = ["ShadowQNGOptimizer", "ShotLedger", "natural_direction", "propagate_generators", "surrogate_qfim"]
+__all__ = [
+    "ShadowQNGOptimizer",
+    "ShotLedger",
+    "metric_tensor_fn",
+    "natural_direction",
+    "propagate_generators",
+    "surrogate_qfim",
+]
 __version__ = "0.1.0"

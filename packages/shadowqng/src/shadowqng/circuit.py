@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pennylane as qml
+from pennylane import numpy as pnp
 
 from shadowqng.pauli import LETTERS, PauliTerms, codes, from_codes, pauli_matrix
 
@@ -42,6 +43,8 @@ class Circuit:
     wires: list
     gates: list[Gate] = field(default_factory=list)
     n_params: int = 0
+    jacobian: np.ndarray | None = None  # (n_params, T): d θ / d (tape's trainable parameters), from tapes
+    values: np.ndarray | None = None  # θ at the tape's parameters, from tapes
 
     @property
     def n_qubits(self) -> int:
@@ -99,68 +102,173 @@ def _cached_table(name: str, matrix: np.ndarray, m: int):
 
 # reading PennyLane tapes -----------------------------------------------------------------------
 
+_DROPPED = ("GlobalPhase", "Identity", "Barrier", "Snapshot")  # no effect on expectations or generators
+
+
 def _single_word(op):
-    """``(coeff, PauliWord)`` of an operation whose generator is one Pauli word, else ``None``."""
+    """``(coeff, PauliWord)`` of an operation whose generator is one Pauli word (plus, possibly, a
+    multiple of the identity: a global phase), else ``None``."""
     try:
         gen = qml.generator(op, format="observable")
     except Exception:  # noqa: BLE001 - PennyLane raises several types for "no generator"
         return None
     rep = getattr(gen, "pauli_rep", None)
-    if rep is None:
-        return None
+    if rep is None:  # e.g. PhaseShift's generator is a projector
+        if len(gen.wires) > 3:
+            return None
+        rep = qml.pauli_decompose(qml.matrix(gen, wire_order=gen.wires), wire_order=gen.wires, pauli=True)
     rep = qml.pauli.PauliSentence(rep)
     rep.simplify()
     words = [(w, c) for w, c in rep.items() if len(w) > 0]
-    if len(words) != 1 or len(rep) != 1:
+    if len(words) != 1:
         return None
     word, c = words[0]
+    if abs(np.imag(c)) > 1e-12:
+        return None
     return float(np.real(c)), word
 
 
-def circuit_from_tape(tape, wires=None) -> Circuit:
-    """The :class:`Circuit` of a PennyLane tape; trainable tape parameters become ``θ[0..P-1]``.
+def _is_clifford(op) -> bool:
+    if len(op.wires) > 3:
+        return False
+    try:
+        mat = np.asarray(qml.matrix(op, wire_order=op.wires))
+    except Exception:  # noqa: BLE001 - no matrix: not readable as a Clifford
+        return False
+    return _cached_table(op.name, mat, len(op.wires)) is not None
+
+
+def supported(op) -> bool:
+    """The stopping rule of the decomposition: gates :func:`circuit_from_tape` reads as they are.
+
+    State preparations (kept as the initial state), global phases, Clifford gates without parameters
+    and one-parameter gates whose generator is one Pauli word (RX, RY, RZ, PhaseShift, IsingXX/YY/ZZ,
+    PauliRot, MultiRZ, ...). Everything else (templates, ``Rot``, controlled rotations, ``T``, ...)
+    is decomposed by PennyLane until it is made of these.
+    """
+    if isinstance(op, qml.operation.StatePrepBase) or op.name in _DROPPED:
+        return True
+    if op.num_params == 0:
+        return _is_clifford(op)
+    if op.num_params == 1 and qml.math.ndim(op.data[0]) == 0:
+        return _single_word(op) is not None
+    return False
+
+
+def expand_tape(tape):
+    """``(prefix, body)``: ``tape`` decomposed to :func:`supported` gates, split into its leading state
+    preparations (``prefix``, a list of operations) and the gates (``body``, a ``QuantumScript`` with
+    the same measurements; every parameter a scalar, global phases dropped).
 
     Raises:
-        ValueError: an operation is neither a Pauli rotation nor a Clifford gate, or a trainable
-            parameter sits in an operation without a single-Pauli-word generator.
+        ValueError: a state preparation after the first gate.
+    """
+    [new], _ = qml.transforms.decompose(tape, stopping_condition=supported)
+    prefix, body = [], []
+    for op in new.operations:
+        if isinstance(op, qml.operation.StatePrepBase):
+            if body:
+                raise ValueError(f"{op.name} on wires {list(op.wires)} comes after a gate: a state preparation "
+                                 "must start the circuit (it is read as the initial state)")
+            prefix.append(op)
+        elif op.name not in _DROPPED:
+            body.append(op)
+    return prefix, qml.tape.QuantumScript(body, new.measurements, shots=new.shots)
+
+
+def _decomposition_jacobian(tape):
+    """``(values, J)``: the body's parameters after :func:`expand_tape` and their Jacobian ``(B, T)``
+    with respect to the tape's trainable parameters, flattened (``T`` their total size; autograd
+    through PennyLane's decompositions, which are written in ``qml.math``)."""
+    params = list(tape.get_parameters(trainable_only=False))
+    idx = list(tape.trainable_params)
+    shapes = [qml.math.shape(params[i]) for i in idx]
+    sizes = [int(np.prod(s)) for s in shapes]
+    x0 = np.concatenate([np.real(np.asarray(qml.math.toarray(params[i]), dtype=complex)).ravel() for i in idx]) \
+        if idx else np.zeros(0)
+
+    def body_params(x):
+        data, pos = list(params), 0
+        for i, s, m in zip(idx, shapes, sizes):
+            data[i] = qml.math.reshape(x[pos:pos + m], s)
+            pos += m
+        _, body = expand_tape(tape.bind_new_parameters(data, list(range(len(data)))))
+        ps = body.get_parameters(trainable_only=False)
+        return qml.math.stack(ps) if ps else qml.math.zeros(0)
+
+    values = np.real(np.asarray(qml.math.toarray(body_params(x0)), dtype=complex))
+    if not len(x0) or not len(values):
+        return values, np.zeros((len(values), len(x0)))
+    jac = np.asarray(qml.jacobian(body_params)(pnp.array(x0, requires_grad=True)), dtype=float)
+    return values, jac.reshape(len(values), len(x0))
+
+
+def circuit_from_tape(tape, wires=None, *, depends=None) -> Circuit:
+    """The :class:`Circuit` of a PennyLane tape, decomposed to Pauli rotations and Clifford gates.
+
+    Templates, ``Rot``, controlled rotations, ``T`` and other gates are decomposed by PennyLane
+    (:func:`expand_tape`); leading state preparations (``BasisState``, ``StatePrep``) are the initial
+    state and need no generator. A gate of the decomposition whose angle depends on the tape's
+    trainable parameters becomes one circuit parameter ``θ[0..P-1]`` (so ``CRX(t)`` gives two, at
+    ``±t/2``); ``circ.jacobian`` ``(P, T)`` maps the tape's trainable parameters, flattened (``T``
+    entries), to them and ``circ.values`` holds their values. A metric ``F`` over ``θ`` is ``Jᵀ F J``
+    over the tape's.
+
+    ``depends`` (a boolean per parameter of :func:`expand_tape`'s body) overrides which gates are
+    trainable; ``circ.jacobian`` is then ``None`` (the caller has it, e.g. from
+    ``qml.gradients.classical_jacobian`` with ``expand_fn``).
+
+    Raises:
+        ValueError: an operation PennyLane cannot decompose into Pauli rotations and Clifford gates.
     """
     wires = list(wires if wires is not None else tape.wires)
     index = {w: q for q, w in enumerate(wires)}
     n = len(wires)
     circ = Circuit(wires)
-    trainable = set(tape.trainable_params)
-    pidx = 0  # running index over all tape parameters
-    tidx = 0  # running index over trainable ones
-    for op in tape.operations:
-        n_par = op.num_params
-        owned = [p for p in range(pidx, pidx + n_par) if p in trainable]
-        pidx += n_par
+    _, body = expand_tape(tape)
+    if depends is None:
+        values, jac = _decomposition_jacobian(tape)
+        depends = np.any(np.abs(jac) > 0, axis=1) if jac.size else np.zeros(len(values), bool)
+    else:
+        jac = None
+        values = np.array([float(np.real(qml.math.toarray(v))) for v in body.get_parameters(trainable_only=False)])
+        depends = np.asarray(depends, bool)
+        if depends.shape != values.shape:
+            raise ValueError(f"depends must have one entry per gate parameter ({len(values)}), got {depends.shape}")
+    rows = []
+    pidx = 0
+    for op in body.operations:
         qw = tuple(index[w] for w in op.wires)
-        if n_par == 0:
-            mat = qml.matrix(op, wire_order=op.wires)
-            table = _cached_table(op.name, np.asarray(mat), len(op.wires))
+        if op.num_params == 0:
+            table = None
+            if _is_clifford(op):
+                mat = np.asarray(qml.matrix(op, wire_order=op.wires))
+                table = _cached_table(op.name, mat, len(op.wires))
             if table is None:
                 raise ValueError(f"operation {op.name} on wires {list(op.wires)} is neither a Pauli rotation "
-                                 "nor a Clifford gate: its generator is not known to the propagation")
-            circ.gates.append(Gate("clifford", qw, matrix=np.asarray(mat), table=table))
+                                 "nor a Clifford gate, and PennyLane does not decompose it into them")
+            circ.gates.append(Gate("clifford", qw, matrix=mat, table=table))
             continue
-        sw = _single_word(op) if n_par == 1 else None
+        sw = _single_word(op) if op.num_params == 1 else None
         if sw is None:
-            raise ValueError(f"operation {op.name} has no single-Pauli-word generator; only Pauli rotations "
-                             "(RX, RY, RZ, IsingXX/YY/ZZ, PauliRot, MultiRZ, ...) and Clifford gates are supported")
+            raise ValueError(f"operation {op.name} has no single-Pauli-word generator, and PennyLane does not "
+                             "decompose it into Pauli rotations (RX, RY, RZ, IsingXX/YY/ZZ, PauliRot, MultiRZ, "
+                             "...) and Clifford gates")
         c, word = sw
         row = np.zeros(n, np.int8)
         for w, letter in word.items():
             row[index[w]] = LETTERS.index(letter)
         x, z = from_codes(row)
-        scale = -2.0 * c  # op(θ) = exp(i θ c P) = exp(-i (scale θ) P / 2)
-        if owned:
-            circ.gates.append(Gate("rot", qw, x=x, z=z, param=tidx, scale=scale))
-            tidx += 1
+        scale = -2.0 * c  # op(φ) = exp(i φ c P) (up to a global phase) = exp(-i (scale φ) P / 2)
+        if depends[pidx]:
+            circ.gates.append(Gate("rot", qw, x=x, z=z, param=len(rows), scale=scale))
+            rows.append(pidx)
         else:
-            theta = float(np.real(qml.math.toarray(op.data[0])))
-            circ.gates.append(Gate("rot", qw, x=x, z=z, angle=scale * theta))
-    circ.n_params = tidx
+            circ.gates.append(Gate("rot", qw, x=x, z=z, angle=scale * float(values[pidx])))
+        pidx += 1
+    circ.n_params = len(rows)
+    circ.jacobian = None if jac is None else jac[rows]
+    circ.values = values[rows]
     return circ
 
 

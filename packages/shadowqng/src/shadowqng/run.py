@@ -290,6 +290,9 @@ def run(cfg, out_dir: Path | None = None) -> dict:
         t0 = time.perf_counter()
         _bench_build(cfg, seeds[0], rows, claims)
         timings["build_s"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        _bench_devices(cfg, seeds[0], rows, claims)
+        timings["devices_s"] = time.perf_counter() - t0
 
     def plots(out_dir: Path) -> None:
         from shadowqng.plot import plot_curves, plot_tradeoff
@@ -344,3 +347,46 @@ def _bench_build(cfg, seed: int, rows: list, claims: list) -> None:
         better="lower", baselines={f"one statevector simulation, n={nmax}": res.time("statevector", "cpu")},
         notes=f"{rel.value:.3g}× [{rel.lower:.3g}, {rel.upper:.3g}] the CPU time of the named reference, one "
               f"statevector simulation of the same n={nmax} circuit"))
+
+
+def _device_steps(n: int, layers: int, snapshots: int, k: int, seed: int) -> dict:
+    """Zero-argument callables: one :class:`ShadowQNGOptimizer` step on the same QNode on
+    ``default.qubit`` (``qml.classical_shadow``), ``lightning.qubit`` without shots (state simulated
+    once, snapshots drawn from it) and ``lightning.qubit`` with shots (one circuit per distinct recipe)."""
+    circ = hardware_efficient(n, layers)
+    ham = qml.spin.transverse_ising("chain", [n], coupling=1.0, h=1.0, boundary_condition=False)
+    theta = pnp.array(np.random.default_rng([seed, 3]).uniform(-np.pi, np.pi, circ.n_params), requires_grad=True)
+
+    def step_on(name, shots=None):
+        @qml.qnode(qml.device(name, wires=n))
+        def cost(t):
+            apply_ansatz(circ, t)
+            return qml.expval(ham)
+
+        if shots:
+            cost = qml.set_shots(cost, shots=shots)
+        opt = ShadowQNGOptimizer(stepsize=0.05, k=k, shots=snapshots, lam=0.1, seed=seed,
+                                 grad_shots=None if shots else 100)
+        return lambda: opt.step(cost, theta)
+
+    return {"default.qubit": step_on("default.qubit"), "lightning.qubit": step_on("lightning.qubit"),
+            "lightning.qubit, shots (grouped)": step_on("lightning.qubit", shots=100)}
+
+
+def _bench_devices(cfg, seed: int, rows: list, claims: list) -> None:
+    """Step time on a device without ``qml.classical_shadow`` against one with it (issue #24, item 4)."""
+    b = cfg.bench_devices
+    cands = _device_steps(int(b.n), int(b.layers), int(b.snapshots), int(b.k), seed)
+    res = compare(cands, repeats=int(b.repeats), warmup=int(b.warmup), threads=cfg.get("threads"))
+    for name in cands:
+        rows.append({"kind": "device_step", "device": name, "n": int(b.n), "snapshots": int(b.snapshots),
+                     "step_wall_s": res.median(name), "step_cpu_s": res.median(name, "cpu")})
+    ratio = res.speedup("default.qubit", over="lightning.qubit")  # lightning time / default time
+    grouped = res.speedup("default.qubit", over="lightning.qubit, shots (grouped)")
+    claims.append(Claim.threshold(
+        "lightning_step_time", f"On lightning.qubit (no classical_shadow) a ShadowQNGOptimizer step takes at most "
+        f"{float(b.max_ratio):g}x the time on default.qubit (n={int(b.n)}, {int(b.snapshots)} snapshots).",
+        "wall time of one step on lightning.qubit / on default.qubit; median of paired ratios over "
+        f"{int(b.repeats)} interleaved repeats, bootstrap 95% CI", ratio, threshold=float(b.max_ratio),
+        better="lower", notes=f"lightning.qubit with shots (one circuit per distinct recipe): "
+                              f"{grouped.value:.3g}x [{grouped.lower:.3g}, {grouped.upper:.3g}] default.qubit"))

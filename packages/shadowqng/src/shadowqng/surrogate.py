@@ -35,7 +35,7 @@ import pennylane as qml
 import scipy.linalg
 import scipy.sparse
 
-from shadowqng.circuit import Circuit, circuit_from_tape
+from shadowqng.circuit import BASIS_ROTATIONS, Circuit, circuit_from_tape, expand_tape, rotate_each
 from shadowqng.ledger import ShotLedger
 from shadowqng.pauli import PauliTerms, anticommutes, codes, from_codes, product_phase, string_keys
 
@@ -48,14 +48,31 @@ def _check_k(k) -> int:
     return int(k)
 
 
-def _check_shots(shots):
+def _check_shots(shots, name: str = "shots"):
     if shots is None:
         return None
     if isinstance(shots, bool) or not isinstance(shots, (int, np.integer)):
-        raise TypeError(f"shots must be None or an int, got {type(shots).__name__}")
-    if shots < 1:
-        raise ValueError(f"shots must be >= 1 (or None for exact expectations), got {shots}")
+        raise TypeError(f"{name} must be None or an int, got {type(shots).__name__}")
+    if shots < 2:
+        raise ValueError(f"{name} must be >= 2 (the estimate needs two groups of snapshots; None for exact "
+                         f"expectations), got {shots}")
     return int(shots)
+
+
+def _check_groups(groups) -> int:
+    if isinstance(groups, bool) or not isinstance(groups, (int, np.integer)):
+        raise TypeError(f"groups must be an int (median-of-means blocks), got {type(groups).__name__}")
+    if groups < 2:
+        raise ValueError(f"groups must be >= 2, got {groups}")
+    return int(groups)
+
+
+def _check_lam(lam) -> float:
+    if isinstance(lam, bool) or not isinstance(lam, (int, float, np.integer, np.floating)):
+        raise TypeError(f"lam must be a positive float, got {type(lam).__name__}")
+    if not np.isfinite(lam) or lam <= 0:
+        raise ValueError(f"lam must be finite and > 0 (it regularises a PSD-projected metric), got {lam}")
+    return float(lam)
 
 
 # 1. Heisenberg propagation with truncation ---------------------------------------------------------
@@ -287,8 +304,20 @@ def _check_qnode(qnode):
         raise TypeError(f"cost must be a PennyLane QNode returning one expectation value, got {type(qnode).__name__}")
 
 
+def _check_args(args):
+    for i, a in enumerate(args):
+        if getattr(a, "requires_grad", False) and not np.all(np.isfinite(np.asarray(qml.math.toarray(a), float))):
+            raise ValueError(f"params: argument {i} has non-finite entries")
+
+
 def _tape_of(qnode, args, kwargs):
-    tape = qml.workflow.construct_tape(qnode)(*args, **kwargs)
+    _check_args(args)
+    try:
+        tape = qml.workflow.construct_tape(qnode)(*args, **kwargs)
+    except (IndexError, ValueError, TypeError) as e:
+        shapes = [np.shape(a) for a in args]
+        raise ValueError(f"params: the QNode could not be built at arguments of shapes {shapes} "
+                         f"({type(e).__name__}: {e}); check their number and lengths") from e
     if len(tape.measurements) != 1 or not isinstance(tape.measurements[0], qml.measurements.ExpectationMP):
         raise TypeError("cost must be a QNode returning a single qml.expval(...); "
                         f"got measurements {tape.measurements}")
@@ -296,51 +325,117 @@ def _tape_of(qnode, args, kwargs):
 
 
 def _arg_jacobian(qnode, args, kwargs):
-    """``(J, argnums)``: tape-trainable parameters as a linear map of the flattened trainable args."""
+    """``(J, argnums)``: the gate parameters of the decomposed tape (:func:`expand_tape`'s body), all of
+    them, as a linear map of the flattened trainable args."""
     argnums = [i for i, a in enumerate(args) if getattr(a, "requires_grad", False)]
     if not argnums:
         raise ValueError("params: no trainable argument (use pennylane.numpy arrays with requires_grad=True)")
-    jac = qml.gradients.classical_jacobian(qnode, argnum=argnums)(*args, **kwargs)
+    jac = qml.gradients.classical_jacobian(qnode, argnum=argnums, expand_fn=lambda t: expand_tape(t)[1],
+                                           trainable_only=False)(*args, **kwargs)
     jac = jac if isinstance(jac, tuple) else (jac,)
     mats = [np.asarray(j).reshape(np.asarray(j).shape[0], -1) for j in jac]
     return np.hstack(mats), argnums
 
 
-def measure_shadow(ops, wires, snapshots: int, device, seed=None) -> tuple[np.ndarray, np.ndarray]:
+def _pennylane_shapes(f, args, argnums):
+    """``f`` ``(D, D)`` in ``qml.metric_tensor``'s layout: ``shape + shape`` for one trainable
+    argument, a tuple of the diagonal blocks for several (PennyLane drops the cross blocks too)."""
+    shapes = [np.shape(args[i]) for i in argnums]
+    sizes = [int(np.prod(s)) for s in shapes]
+    if len(shapes) == 1:
+        return f.reshape(shapes[0] + shapes[0])
+    out, pos = [], 0
+    for s, m in zip(shapes, sizes):
+        out.append(f[pos:pos + m, pos:pos + m].reshape(s + s))
+        pos += m
+    return tuple(out)
+
+
+_SHADOW_METHODS = ("auto", "shadow", "state", "grouped")
+
+
+def measure_shadow(ops, wires, snapshots: int, device, seed=None, method: str = "auto"):
     """``snapshots`` random-Pauli snapshots ``(bits, recipes)`` of the state prepared by ``ops``.
 
-    Uses ``qml.classical_shadow`` where the device accepts it; otherwise (e.g. ``lightning.qubit``)
-    one single-shot ``qml.sample`` circuit per snapshot, with the basis rotations appended and the
-    recipes drawn here — the same estimator input and the same cost (one circuit, one shot each).
+    ``method``:
+
+    - ``"shadow"``: ``qml.classical_shadow`` on the device (``default.qubit``, ...);
+    - ``"grouped"``: the recipes are drawn here and grouped; each distinct recipe is one circuit with
+      its basis rotations appended, sampled (``qml.sample``) with as many shots as snapshots drew it,
+      all circuits in one batch: what a device with shots, or hardware, runs;
+    - ``"state"``: an analytic simulator (``lightning.qubit`` without shots) simulates the state once
+      and the snapshots are drawn from it here, as ``default.qubit`` implements ``classical_shadow``;
+    - ``"auto"``: ``shadow`` where the device accepts it, else ``state`` on a device without shots,
+      else ``grouped``.
+
+    In every case each snapshot is one shot in a uniformly random Pauli basis: the estimator's input
+    and its shot cost are the same.
     """
-    try:
-        st = qml.tape.QuantumScript(ops, [qml.classical_shadow(wires=wires, seed=seed)], shots=snapshots)
-        (res,) = qml.execute([st], device)
-        return np.asarray(res[0]).astype(np.int8), np.asarray(res[1]).astype(np.int8)
-    except qml.exceptions.DeviceError:
-        pass
+    if method not in _SHADOW_METHODS:
+        raise ValueError(f"method must be one of {_SHADOW_METHODS}, got {method!r}")
+    ops = [qml.ops.functions.bind_new_parameters(op, [np.asarray(qml.math.toarray(d)) for d in op.data])
+           if op.data else op for op in ops]  # plain arrays: no autodiff layer per circuit
+    if method in ("auto", "shadow"):
+        try:
+            st = qml.tape.QuantumScript(ops, [qml.classical_shadow(wires=wires, seed=seed)], shots=snapshots)
+            (res,) = qml.execute([st], device, diff_method=None)
+            return np.asarray(res[0]).astype(np.int8), np.asarray(res[1]).astype(np.int8)
+        except qml.exceptions.DeviceError:
+            if method == "shadow":
+                raise
     rng = np.random.default_rng(seed)
     recipes = rng.integers(0, 3, size=(snapshots, len(wires))).astype(np.int8)
+    distinct, inverse, counts = np.unique(recipes, axis=0, return_inverse=True, return_counts=True)
+    inverse = inverse.ravel()
+    bits = np.zeros((snapshots, len(wires)), np.int8)
+    if method in ("auto", "state"):
+        try:
+            (state,) = qml.execute([qml.tape.QuantumScript(ops, [qml.state()])], device, diff_method=None)
+        except (qml.exceptions.DeviceError, qml.exceptions.QuantumFunctionError):
+            if method == "state":
+                raise
+        else:
+            return _sample_state(np.asarray(state).reshape(-1), wires, distinct, inverse, counts, rng, bits), recipes
     tapes = []
-    for row in recipes:
+    for row, c in zip(distinct, counts):
         rot = []
         for w, r in zip(wires, row):
             if r == 1:
                 rot.append(qml.adjoint(qml.S(wires=w)))
             if r in (0, 1):
                 rot.append(qml.Hadamard(wires=w))
-        tapes.append(qml.tape.QuantumScript(list(ops) + rot, [qml.sample(wires=wires)], shots=1))
-    res = qml.execute(tapes, device)
-    bits = np.array([np.asarray(r).reshape(-1) for r in res], dtype=np.int8)
+        tapes.append(qml.tape.QuantumScript(list(ops) + rot, [qml.sample(wires=wires)], shots=int(c)))
+    res = qml.execute(tapes, device, diff_method=None)
+    for g, r in enumerate(res):
+        bits[inverse == g] = np.asarray(r).reshape(counts[g], len(wires))
     return bits, recipes
 
 
+def _sample_state(state, wires, distinct, inverse, counts, rng, bits):
+    """Outcomes of each distinct recipe drawn from the simulated state (wire 0 = most significant)."""
+    n = len(wires)
+    if state.shape != (2 ** n,):
+        raise ValueError(f"the device returned a state of shape {state.shape} for {n} wires")
+    psi = np.repeat(state[None], len(distinct), axis=0)
+    for q in range(n):
+        psi = rotate_each(psi, BASIS_ROTATIONS[distinct[:, q]], q, n)
+    probs = np.abs(psi) ** 2
+    shifts = np.arange(n - 1, -1, -1)
+    for g, c in enumerate(counts):
+        out = rng.choice(2 ** n, size=int(c), p=probs[g] / probs[g].sum())
+        bits[inverse == g] = (out[:, None] >> shifts) & 1
+    return bits
+
+
 def surrogate_qfim(qnode, *args, k: int = 2, shots: int | None = None, mask: bool = True, groups: int = 10,
-                   median: bool = True, seed=None, ledger: ShotLedger | None = None, log: bool = False, **kwargs):
+                   median: bool = True, seed=None, ledger: ShotLedger | None = None, log: bool = False,
+                   flat: bool = False, **kwargs):
     r"""The shadow-QFIM surrogate of a QNode at ``args``, in the space of the flattened trainable args.
 
     Args:
-        qnode: a QNode returning one ``qml.expval``; its gates must be Pauli rotations or Clifford gates.
+        qnode: a QNode returning one ``qml.expval``. Any circuit PennyLane can decompose into Pauli
+            rotations and Clifford gates: templates, ``Rot``, controlled rotations, ``BasisState`` /
+            ``StatePrep`` at the start (see :func:`shadowqng.circuit.circuit_from_tape`).
         *args: the QNode's arguments (``pennylane.numpy`` arrays with ``requires_grad=True`` are trained).
         k: Pauli-weight truncation (``k >= 1``; ``k >= n`` with ``mask=False`` is the exact QFIM).
         shots: number of classical-shadow snapshots, measured on ``qnode.device`` with
@@ -350,10 +445,13 @@ def surrogate_qfim(qnode, *args, k: int = 2, shots: int | None = None, mask: boo
         seed: seed for the shadow measurements.
         ledger: a :class:`ShotLedger` charged with the shadow snapshots.
         log: also return a dict of diagnostics (active set, mask, number of strings).
+        flat: return the full ``(D, D)`` matrix over the flattened trainable args (``D`` their total
+            size, cross-argument blocks included) instead of PennyLane's layout.
 
     Returns:
-        ``(D, D)`` matrix, ``D`` the total size of the trainable args. This is the QFIM, i.e.
-        4 × ``qml.metric_tensor(qnode, approx=None)`` when ``k = n`` and ``mask=False``.
+        The surrogate in ``qml.metric_tensor``'s layout: ``shape + shape`` for one trainable argument,
+        a tuple of per-argument blocks for several. At ``k = n`` with ``mask=False`` and
+        ``shots=None`` it is the QFIM, 4 × the Fubini–Study metric (4 × ``qml.adjoint_metric_tensor``).
 
     Example:
         >>> F = surrogate_qfim(circuit, theta, k=2, shots=2000)  # doctest: +SKIP
@@ -361,9 +459,12 @@ def surrogate_qfim(qnode, *args, k: int = 2, shots: int | None = None, mask: boo
     _check_qnode(qnode)
     k = _check_k(k)
     shots = _check_shots(shots)
+    groups = _check_groups(groups)
     tape = _tape_of(qnode, args, kwargs)
-    circ = circuit_from_tape(tape)
-    theta = np.array([float(np.real(qml.math.toarray(p))) for p in tape.get_parameters(trainable_only=True)])
+    arg_jac, argnums = _arg_jacobian(qnode, args, kwargs)
+    depends = np.any(np.abs(arg_jac) > 0, axis=1)
+    circ = circuit_from_tape(tape, depends=depends)
+    theta = circ.values
     terms = propagate_generators(circ, theta, k)
     plan = build_plan(terms, circ.n_params, use_mask=mask)
     ops = tape.operations
@@ -374,12 +475,13 @@ def surrogate_qfim(qnode, *args, k: int = 2, shots: int | None = None, mask: boo
         f_tape = exact_estimate(plan, state)
     else:
         bits, recipes = measure_shadow(ops, circ.wires, shots, qnode.device, seed)
-        f_tape = shadow_estimate(plan, bits, recipes, groups=min(groups, shots) if shots >= 2 else 2,
-                                 median=median)
+        f_tape = shadow_estimate(plan, bits, recipes, groups=min(groups, shots), median=median)
         if ledger is not None:
             ledger.record("shadow", circuits=shots, shots=shots)
-    jac, _ = _arg_jacobian(qnode, args, kwargs)
+    jac = arg_jac[depends]  # d θ_circuit / d args
     f = jac.T @ f_tape @ jac
+    if not flat:
+        f = _pennylane_shapes(f, args, argnums)
     if log:
         active_args = np.any(np.abs(jac[plan.active]) > 0, axis=0)
         return f, {"active": active_args, "active_tape": plan.active, "mask": plan.mask,
@@ -404,6 +506,11 @@ class ShadowQNGOptimizer(qml.GradientDescentOptimizer):
         mask, groups, median: see :func:`surrogate_qfim`.
         seed: an int or ``numpy.random.Generator`` for the shadow measurements.
         ledger: a :class:`ShotLedger`; the gradient's device executions and the snapshots are charged.
+        grad_shots: on an analytic device (no ``shots``), the shots per circuit a shot-based gradient
+            would spend: the ledger is charged ``grad_shots`` × the circuits of ``qml.gradients.param_shift``
+            on the QNode's tape. Without it, the gradient's circuits are counted, its shots are not, and
+            the ledger says so (``ledger.complete`` is ``False``). On a device with shots the device's
+            executions and shots are counted and ``grad_shots`` must be ``None``.
 
     Example:
         >>> opt = ShadowQNGOptimizer(stepsize=0.1, k=2, shots=500)  # doctest: +SKIP
@@ -414,14 +521,16 @@ class ShadowQNGOptimizer(qml.GradientDescentOptimizer):
 
     def __init__(self, stepsize: float = 0.01, k: int = 2, shots: int | None = 1000, lam: float = 0.01,
                  mask: bool = True, groups: int = 10, median: bool = True, seed=None,
-                 ledger: ShotLedger | None = None):
+                 ledger: ShotLedger | None = None, grad_shots: int | None = None):
+        if isinstance(stepsize, bool) or not isinstance(stepsize, (int, float, np.integer, np.floating)) \
+                or not np.isfinite(stepsize) or stepsize <= 0:
+            raise ValueError(f"stepsize must be a finite positive float, got {stepsize!r}")
         super().__init__(stepsize)
         self.k = _check_k(k)
         self.shots = _check_shots(shots)
-        if lam < 0:
-            raise ValueError(f"lam must be >= 0, got {lam}")
-        self.lam = float(lam)
-        self.mask, self.groups, self.median = bool(mask), int(groups), bool(median)
+        self.grad_shots = _check_shots(grad_shots, "grad_shots")
+        self.lam = _check_lam(lam)
+        self.mask, self.groups, self.median = bool(mask), _check_groups(groups), bool(median)
         self.rng = np.random.default_rng(seed)
         self.ledger = ledger if ledger is not None else ShotLedger()
         self.metric_tensor = None
@@ -432,16 +541,29 @@ class ShadowQNGOptimizer(qml.GradientDescentOptimizer):
         _check_qnode(qnode)
         seed = int(self.rng.integers(2 ** 31))
         f, info = surrogate_qfim(qnode, *args, k=self.k, shots=self.shots, mask=self.mask, groups=self.groups,
-                                 median=self.median, seed=seed, ledger=self.ledger, log=True, **kwargs)
+                                 median=self.median, seed=seed, ledger=self.ledger, log=True, flat=True, **kwargs)
         self.metric_tensor, self.active = f / 4.0, info["active"]
         with qml.Tracker(qnode.device) as tracker:
             g, forward = self.compute_grad(qnode, args, kwargs, grad_fn=grad_fn)
-        self.ledger.record("gradient", circuits=int(tracker.totals.get("executions", 0)),
-                           shots=int(tracker.totals.get("shots", 0)))
+        self._charge_gradient(qnode, args, kwargs, tracker)
         new_args = self.apply_grad(g, args)
         if forward is None:
             forward = qnode(*args, **kwargs)
         return (new_args[0] if len(new_args) == 1 else new_args), forward
+
+    def _charge_gradient(self, qnode, args, kwargs, tracker):
+        tape = qml.workflow.construct_tape(qnode)(*args, **kwargs)
+        if tape.shots:
+            if self.grad_shots is not None:
+                raise ValueError("grad_shots applies to analytic devices; this device has shots, which are counted")
+            self.ledger.record("gradient", circuits=int(tracker.totals.get("executions", 0)),
+                               shots=int(tracker.totals.get("shots", 0)))
+            return
+        circuits = len(qml.gradients.param_shift(tape)[0])
+        if self.grad_shots is None:
+            self.ledger.record("gradient", circuits=circuits, shots=0, counted=False)
+        else:
+            self.ledger.record("gradient", circuits=circuits, shots=circuits * self.grad_shots)
 
     def step(self, qnode, *args, grad_fn=None, **kwargs):
         """One step; returns the new args (a single array when there is one)."""
@@ -460,3 +582,29 @@ class ShadowQNGOptimizer(qml.GradientDescentOptimizer):
             out[i] = a - self.stepsize * qml.numpy.array(d[pos:pos + size].reshape(np.shape(a)))
             pos += size
         return tuple(out)
+
+
+def metric_tensor_fn(qnode, *, k: int = 2, shots: int | None = 1000, mask: bool = True, groups: int = 10,
+                     median: bool = True, seed=None, ledger: ShotLedger | None = None):
+    """The surrogate as a drop-in for ``qml.metric_tensor``: ``fn(*args, **kwargs)`` returns ``F/4``
+    (the Fubini–Study scale) in ``qml.metric_tensor``'s layout, for ``qml.QNGOptimizer``'s
+    ``metric_tensor_fn=``. Each call draws fresh snapshots (``seed`` seeds the sequence).
+
+    PennyLane's optimizer then applies its own ``lam`` and a pseudo-inverse to the whole matrix (no
+    PSD projection, no active set); :class:`ShadowQNGOptimizer` is the method as the paper states it.
+
+    Example:
+        >>> opt = qml.QNGOptimizer(stepsize=0.05, lam=0.01)  # doctest: +SKIP
+        >>> mt = metric_tensor_fn(cost, k=2, shots=2000, seed=0)  # doctest: +SKIP
+        >>> theta = opt.step(cost, theta, metric_tensor_fn=mt)  # doctest: +SKIP
+    """
+    _check_qnode(qnode)
+    k, shots, groups = _check_k(k), _check_shots(shots), _check_groups(groups)
+    rng = np.random.default_rng(seed)
+
+    def fn(*args, **kwargs):
+        f = surrogate_qfim(qnode, *args, k=k, shots=shots, mask=mask, groups=groups, median=median,
+                           seed=int(rng.integers(2 ** 31)), ledger=ledger, **kwargs)
+        return tuple(b / 4.0 for b in f) if isinstance(f, tuple) else f / 4.0
+
+    return fn
