@@ -8,8 +8,9 @@ reference of the TC gap's reading (a). What each learner streams:
 - :class:`SLDA`: class means and the *pooled* within-class scatter, updated task by task (Hayes &
   Kanan's streaming LDA; the covariance is shared and keeps growing), shrunk at test time (Ledoit–Wolf
   from streamed statistics, or a fixed value). Class-IL equals joint exactly.
-- :class:`FeCAM`: class mean and a per-class shrunk covariance, frozen with its task; score = −squared
-  Mahalanobis distance (FeCAM's classifier without the Tukey transform). Class-IL equals joint.
+- :class:`FeCAM`: class mean and a per-class shrunk covariance, frozen with its task, normalised to unit
+  diagonal as FeCAM does (so that classes' distances are comparable); score = −squared Mahalanobis
+  distance (FeCAM's classifier without the Tukey transform). Class-IL equals joint.
 - :class:`RanPAC`: a fixed random ReLU projection, then the Gram matrix G = Σ hhᵀ and C = Σ h yᵀ
   streamed; W = (G + λI)⁻¹C ("RanPAC-lite": no first-session adaptation, fixed λ). Class-IL equals joint.
 - :class:`TaskHeadCE`: a softmax cross-entropy head per task, trained on that task only and frozen;
@@ -32,6 +33,10 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from tcgap.margin import ledoit_wolf_coefficient
+
+
+def _key(c):
+    return c.item() if isinstance(c, np.generic) else c
 
 
 def _check_shrinkage(s, name="shrinkage"):
@@ -78,8 +83,11 @@ class _CFFree(ClassifierMixin, BaseEstimator):
         self._finalise()
         return self
 
-    def partial_fit(self, X, y):
-        """Learn one task's classes; earlier tasks' heads/statistics are frozen. A class may appear in one task only."""
+    def partial_fit(self, X, y, classes=None):
+        """Learn one task's classes; earlier tasks' heads/statistics are frozen. A class may appear in one task only.
+
+        ``classes`` (scikit-learn's signature) is not needed: class-IL learns each task's classes as they come.
+        """
         self._validate_params_()
         first = not hasattr(self, "classes_")
         X, y = validate_data(self, X, y, reset=first)
@@ -116,7 +124,8 @@ class _CFFree(ClassifierMixin, BaseEstimator):
 
     def predict(self, X):
         """Class-IL prediction: the arg-max over every class seen (no task id)."""
-        return self.classes_[np.argmax(self.class_scores(X), 1)]
+        s = self.class_scores(X)
+        return self.classes_[np.argmax(s, 1)]
 
     def predict_task_il(self, X, task):
         """Task-IL prediction: the arg-max over the classes of each sample's given task (index into ``tasks_``)."""
@@ -171,22 +180,22 @@ class NCM(_CFFree):
 
     def _learn(self, X, y):
         for c in np.unique(y):
-            self.sums_[c.item()] = X[y == c].sum(0)
-            self.counts_[c.item()] = int((y == c).sum())
+            self.sums_[_key(c)] = X[y == c].sum(0)
+            self.counts_[_key(c)] = int((y == c).sum())
 
     def _finalise(self):
-        self.means_ = np.stack([self.sums_[c.item()] / self.counts_[c.item()] for c in self.classes_])
+        self.means_ = np.stack([self.sums_[_key(c)] / self.counts_[_key(c)] for c in self.classes_])
 
     def _scores(self, X):
         return -((X[:, None, :] - self.means_[None]) ** 2).sum(-1)
 
     def _state(self):
-        return {"sums": np.stack([self.sums_[c.item()] for c in self.classes_]),
-                "counts": np.array([self.counts_[c.item()] for c in self.classes_])}
+        return {"sums": np.stack([self.sums_[_key(c)] for c in self.classes_]),
+                "counts": np.array([self.counts_[_key(c)] for c in self.classes_])}
 
     def _set_state(self, st):
-        self.sums_ = {c.item(): s for c, s in zip(self.classes_, st["sums"])}
-        self.counts_ = {c.item(): int(n) for c, n in zip(self.classes_, st["counts"])}
+        self.sums_ = {_key(c): s for c, s in zip(self.classes_, st["sums"])}
+        self.counts_ = {_key(c): int(n) for c, n in zip(self.classes_, st["counts"])}
 
 
 class SLDA(NCM):
@@ -232,10 +241,14 @@ class SLDA(NCM):
 
 
 class FeCAM(NCM):
-    """Per-class shrunk covariance (frozen with the class's task); score = −(x − μ_c)ᵀΣ̂_c⁻¹(x − μ_c)."""
+    """Per-class shrunk covariance (frozen with the class's task); score = −(x − μ_c)ᵀΣ̂_c⁻¹(x − μ_c).
 
-    def __init__(self, shrinkage="ledoit_wolf"):
+    ``normalize=True`` rescales each Σ̂_c to unit diagonal (D^{-1/2}Σ̂_cD^{-1/2}), FeCAM's normalisation.
+    """
+
+    def __init__(self, shrinkage="ledoit_wolf", normalize=True):
         self.shrinkage = shrinkage
+        self.normalize = normalize
 
     def _validate_params_(self):
         _check_shrinkage(self.shrinkage)
@@ -249,13 +262,16 @@ class FeCAM(NCM):
         for c in np.unique(y):
             R = X[y == c] - X[y == c].mean(0)
             S, a = _shrink(R.T @ R, R.shape[0], float(np.sum(np.sum(R * R, 1) ** 2)), self.shrinkage)
-            self.covs_[c.item()], self.shrinkages_[c.item()] = S, a
+            if self.normalize:
+                sd = np.sqrt(np.maximum(np.diag(S), 1e-12))
+                S = S / np.outer(sd, sd)
+            self.covs_[_key(c)], self.shrinkages_[_key(c)] = S, a
 
     def _finalise(self):
         super()._finalise()
         self.factors_ = []
         for c in self.classes_:
-            S = self.covs_[c.item()]
+            S = self.covs_[_key(c)]
             self.factors_.append(cho_factor(S + 1e-10 * np.eye(S.shape[0]) * max(np.trace(S) / S.shape[0], 1e-12),
                                             lower=True))
 
@@ -267,11 +283,13 @@ class FeCAM(NCM):
         return out
 
     def _state(self):
-        return {**super()._state(), "covs": np.stack([self.covs_[c.item()] for c in self.classes_])}
+        return {**super()._state(), "covs": np.stack([self.covs_[_key(c)] for c in self.classes_]),
+                "shrinkages": np.array([self.shrinkages_[_key(c)] for c in self.classes_])}
 
     def _set_state(self, st):
         super()._set_state(st)
-        self.covs_ = {c.item(): S for c, S in zip(self.classes_, st["covs"])}
+        self.covs_ = {_key(c): S for c, S in zip(self.classes_, st["covs"])}
+        self.shrinkages_ = {_key(c): float(a) for c, a in zip(self.classes_, st["shrinkages"])}
 
 
 class RanPAC(_CFFree):
@@ -305,10 +323,10 @@ class RanPAC(_CFFree):
         H = self._features(X)
         self.gram_ += H.T @ H
         for c in np.unique(y):
-            self.targets_[c.item()] = H[y == c].sum(0)
+            self.targets_[_key(c)] = H[y == c].sum(0)
 
     def _finalise(self):
-        C = np.stack([self.targets_[c.item()] for c in self.classes_], 1)
+        C = np.stack([self.targets_[_key(c)] for c in self.classes_], 1)
         G = self.gram_ + self.ridge * np.eye(self.gram_.shape[0])
         self.coef_ = cho_solve(cho_factor(G, lower=True), C)
 
@@ -317,11 +335,11 @@ class RanPAC(_CFFree):
 
     def _state(self):
         return {"projection": self.projection_, "gram": self.gram_,
-                "targets": np.stack([self.targets_[c.item()] for c in self.classes_])}
+                "targets": np.stack([self.targets_[_key(c)] for c in self.classes_])}
 
     def _set_state(self, st):
         self.projection_, self.gram_ = st["projection"], st["gram"]
-        self.targets_ = {c.item(): t for c, t in zip(self.classes_, st["targets"])}
+        self.targets_ = {_key(c): t for c, t in zip(self.classes_, st["targets"])}
 
 
 def train_softmax(X, y, n_classes, *, C=1.0, solver="lbfgs", n_steps=200, lr=0.1, batch_size=32, clip=None,
@@ -405,11 +423,11 @@ class TaskHeadCE(_CFFree):
                              n_steps=self.n_steps, lr=self.lr, batch_size=self.batch_size,
                              seed=(self.random_state or 0) + len(self.heads_))
         for k, c in enumerate(cls):
-            self.heads_[c.item()] = (W[k], b[k])
+            self.heads_[_key(c)] = (W[k], b[k])
 
     def _finalise(self):
-        self.coef_ = np.stack([self.heads_[c.item()][0] for c in self.classes_])
-        self.intercept_ = np.array([self.heads_[c.item()][1] for c in self.classes_])
+        self.coef_ = np.stack([self.heads_[_key(c)][0] for c in self.classes_])
+        self.intercept_ = np.array([self.heads_[_key(c)][1] for c in self.classes_])
 
     def _scores(self, X):
         return X @ self.coef_.T + self.intercept_
@@ -418,7 +436,7 @@ class TaskHeadCE(_CFFree):
         return {"coef": self.coef_, "intercept": self.intercept_}
 
     def _set_state(self, st):
-        self.heads_ = {c.item(): (w, b) for c, w, b in zip(self.classes_, st["coef"], st["intercept"])}
+        self.heads_ = {_key(c): (w, b) for c, w, b in zip(self.classes_, st["coef"], st["intercept"])}
 
 
 LEARNERS = {"ncm": NCM, "slda": SLDA, "fecam": FeCAM, "ranpac": RanPAC, "ce": TaskHeadCE}

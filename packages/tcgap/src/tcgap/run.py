@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from paperworks import Claim, Estimate, binomial_ci, estimate, seeds_of
+from paperworks import Claim, Estimate, binomial_ci, seeds_of, timer
 from tcgap import experiments as ex
 from tcgap.gap import fit_slope
 
@@ -100,10 +100,13 @@ def run(cfg, out_dir: Path | None = None) -> dict:
 
         return run_bench(cfg)
     seeds = seeds_of(cfg)
-    claims, checks, metrics, extra = [], [], [], {}
+    claims, checks, metrics, extra, timings = [], [], [], {}, {}
     protos = [n for n in cfg.learners if n in ex.PROTOTYPES]
     # gap studies ---------------------------------------------------------------------------------
-    gap_rows = ex.gaussian_study(cfg, seeds) + (ex.digits_study(cfg, seeds) if cfg.digits.enabled else [])
+    with timer(timings, "gaussian_s"):
+        gap_rows = ex.gaussian_study(cfg, seeds)
+    with timer(timings, "digits_s"):
+        gap_rows += ex.digits_study(cfg, seeds) if cfg.digits.enabled else []
     metrics += gap_rows
     studies = ["gaussian"] + (["digits"] if cfg.digits.enabled else [])
     for study in studies:
@@ -128,13 +131,13 @@ def run(cfg, out_dir: Path | None = None) -> dict:
                               "a count of confusions).", "samples right without the task id and wrong with it",
                               int(sum(r["n_rescued"] for r in rs)), threshold=0, better="lower"))
     gs = [r for r in gap_rows if r["study"] == "gaussian" and r["learner"] == protos[0] and r["reading"] == "joint"]
-    rel = float(np.mean([r["gamma_task"] / r["gamma_planted"] for r in gs if r["gamma_planted"] > 0]))
-    checks.append(Claim.check("gamma_hat_matches_planted", "On the Gaussians γ̂_min (held-out split, Ledoit–Wolf) "
-                              "recovers the planted task margin within 10% on average.", "mean γ̂/γ", rel,
-                              target=1.0, tol=0.1))
+    extra["gaussian_gamma_hat_over_planted"] = {  # estimator bias (Ledoit–Wolf, min over pairs): reported
+        str(r0): float(np.mean([r["gamma_task"] / r["gamma_planted"] for r in gs if r["gamma_planted"] == r0]))
+        for r0 in sorted({r["gamma_planted"] for r in gs})}
     # claim 2: disjoint dependencies ----------------------------------------------------------------
     if cfg.decomposition.enabled:
-        drows = ex.decomposition_study(cfg, seeds)
+        with timer(timings, "decomposition_s"):
+            drows = ex.decomposition_study(cfg, seeds)
         metrics += drows
         tc_bb, tc_k, cf_bb, cf_k = [], [], [], []
         for s in seeds:
@@ -153,7 +156,8 @@ def run(cfg, out_dir: Path | None = None) -> dict:
             cf_k, baseline="backbones", baselines={"backbones": cf_bb}, better="higher", paired=True))
     # claim 4: E_CF rate ---------------------------------------------------------------------------
     if cfg.ecf.enabled:
-        erows = ex.ecf_study(cfg, seeds)
+        with timer(timings, "ecf_s"):
+            erows = ex.ecf_study(cfg, seeds)
         metrics += erows
         for alpha in cfg.ecf.alphas:
             un = [r for r in erows if r["alpha"] == float(alpha) and not r["clipped"]]
@@ -173,7 +177,8 @@ def run(cfg, out_dir: Path | None = None) -> dict:
                 requires={"unclipped E_CF decreases in K (every seed's slope < 0)": all(u["slope"] < 0 for u in un)}))
     # claim 5: drift -------------------------------------------------------------------------------
     if cfg.drift.enabled:
-        rrows = ex.drift_study(cfg, seeds)
+        with timer(timings, "drift_s"):
+            rrows = ex.drift_study(cfg, seeds)
         metrics += rrows
         claims.append(Claim.threshold(
             "drift_linear_r", "Representation drift of a fine-tuned backbone is linear in the learning rate "
@@ -184,7 +189,8 @@ def run(cfg, out_dir: Path | None = None) -> dict:
             "log-log slope of drift on LR, per seed", [r["loglog_slope"] for r in rrows], target=1.0, tol=0.1))
     # claim 6: schedule ----------------------------------------------------------------------------
     if cfg.schedule.enabled:
-        srows = ex.schedule_study(cfg, seeds)
+        with timer(timings, "schedule_s"):
+            srows = ex.schedule_study(cfg, seeds)
         metrics += srows
         m = float(cfg.schedule.margin)
         for kind in ("final", "avg_inc"):
@@ -211,4 +217,5 @@ def run(cfg, out_dir: Path | None = None) -> dict:
 
         plot.plot_all(metrics, cfg, Path(out_dir))
 
-    return {"claims": claims, "checks": checks, "metrics": metrics, "seeds": seeds, "plots": plots, "extra": extra}
+    return {"claims": claims, "checks": checks, "metrics": metrics, "seeds": seeds, "plots": plots, "extra": extra,
+            "timings": timings}
