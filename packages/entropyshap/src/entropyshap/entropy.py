@@ -83,7 +83,10 @@ def mixture_columns(means: np.ndarray, covs: np.ndarray, eps: np.ndarray, comp: 
     log_prefix = logsumexp(prefix, axis=1) - np.log(K)  # (B, M, d)
     h_prefix = -log_prefix.mean(axis=1)  # (B, d)
     sd = np.sqrt(np.diagonal(covs, axis1=-2, axis2=-1))  # (B, K, d)
-    zm = diff / sd[:, :, None]
+    # marginals from their own draws y_j = μ_j + σ_j ε_j: a feature that moves only the dependence then
+    # leaves every marginal estimate unchanged (common random numbers), not just its expectation
+    ym = means[:, comp] + sd[:, comp] * eps  # (B, M, d)
+    zm = (ym[:, None, :, :] - means[:, :, None, :]) / sd[:, :, None]
     log_marg = logsumexp(-0.5 * zm ** 2 - np.log(sd)[:, :, None] - 0.5 * np.log(2 * np.pi), axis=1) - np.log(K)
     h_marg = -log_marg.mean(axis=1)  # (B, d)
     ordered = np.diff(h_prefix, axis=-1, prepend=0.0)
