@@ -16,7 +16,8 @@ A smooth *sublinear* decay (v_t ∝ t^{-p}) also looks log-linear on any short l
 a contraction just below 1, so :func:`linear_convergence` asks in addition that the rate be
 stable: the per-step log-decrease on the last window is at least half of that on an earlier
 window (at a tenth of the run). Linear convergence gives a ratio ≈ 1; t^{-p} gives
-≈ t_early/t_late, about 0.1–0.3.
+≈ t_early/t_late, about 0.1–0.3. And it asks that the run reach the float64 floor of the
+distance: a sequence that barely moves is also "log-linear" with a contraction of 0.9999.
 """
 
 from __future__ import annotations
@@ -137,14 +138,15 @@ def linear_rate(values) -> tuple[float, float]:
     return float(math.exp(b)), float(r2)
 
 
-def linear_convergence(values, *, window: int = 100, floor: float = 1e-12, min_r2: float = 0.95) -> dict:
+def linear_convergence(values, *, window: int = 100, floor: float = 1e-12, min_r2: float = 0.95,
+                       require_floor: bool = True) -> dict:
     """Decide linear convergence of a positive sequence from its tail (see the module doc).
 
     The run's tail ends where the values first reach ``floor`` (the float64 resolution of the
     distance) or at its end. ``rate``, ``r2``: :func:`linear_rate` on the last ``window`` values
     of the tail; ``rate_early``: the same on the window starting at a tenth of the tail;
-    ``stability`` = log(rate)/log(rate_early). ``linear`` is rate < 1, R² > ``min_r2`` and
-    stability ≥ ½.
+    ``stability`` = log(rate)/log(rate_early). ``linear`` is rate < 1, R² > ``min_r2``,
+    stability ≥ ½ and (``require_floor``) the values reached ``floor``.
     """
     window = check_int(window, "window", minimum=3)
     v = np.asarray(values, dtype=float)
@@ -160,7 +162,7 @@ def linear_convergence(values, *, window: int = 100, floor: float = 1e-12, min_r
     rate_e, _ = linear_rate(v[e0:e0 + w])
     stab = math.log(rate) / math.log(rate_e) if rate_e < 1 and rate < 1 else math.nan
     out.update(rate=rate, r2=r2, rate_early=rate_e, stability=stab,
-               linear=bool(rate < 1 and r2 > min_r2 and stab >= 0.5))
+               linear=bool(rate < 1 and r2 > min_r2 and stab >= 0.5 and (len(hit) > 0 or not require_floor)))
     return out
 
 

@@ -20,7 +20,7 @@ from mcr2opt.ascent import (
 from mcr2opt.baselines import logdet_value_and_grad, mcr2_value_and_grad, one_hot
 from mcr2opt.maximizers import closed_form_maximizer, critical_lam, distance_to_maximizers, infer_ranks
 from mcr2opt.objective import mcr2, value_and_grad
-from paperworks import Claim, binomial_ci, censored_summary, estimate, seeds_of
+from paperworks import Claim, binomial_ci, censored_summary, estimate, resolve_device, seeds_of
 
 log = logging.getLogger("mcr2opt")
 
@@ -83,7 +83,7 @@ def exp_a(cfg, seeds: list[int]) -> dict:
         checks_raw["planted"].append(abs(distance_to_maximizers(Zs + 1e-3 * R, y, eps=eps, lam=lam) / 1e-3 - 1))
         Zr = torch.randn(Zs.shape, generator=gen, dtype=torch.float64)
         oh = one_hot(y, len(y), dtype=torch.float64)
-        v_ours, g_ours = value_and_grad(Zr, y, eps=eps, lam=lam)
+        _, g_ours = value_and_grad(Zr, y, eps=eps, lam=lam)
         v_m, _ = mcr2_value_and_grad(Zr, oh, eps=eps)
         checks_raw["mcr2"].append(abs(float(mcr2(Zr, y, eps=eps)) - float(v_m)) / abs(float(v_m)))
         _, g_ad = logdet_value_and_grad(Zr, y, eps=eps, lam=lam)
@@ -112,11 +112,12 @@ def exp_a(cfg, seeds: list[int]) -> dict:
                                  n_steps=int(a.random_steps)))
         # negative control: λ = λ*, start outside the degenerate critical set
         Rc = sum(radial_directions(Zc, yc))
-        Z0 = Zc + float(a.control_radius) * Rc / Rc.norm() + 0.1 * float(a.control_radius) * _unit(Zc.shape, gen)
-        runs.append(_one_run(Z0, yc, eps, lam_c, "gd", tuned["gd"]["step"], cfg, seed, "control", traces,
-                             label="control"))
+        for _ in range(int(a.control_starts)):
+            Z0 = Zc + float(a.control_radius) * (Rc / Rc.norm() + 0.1 * _unit(Zc.shape, gen))
+            runs.append(_one_run(Z0, yc, eps, lam_c, "gd", tuned["gd"]["step"], cfg, seed, "control", traces,
+                                 label="control"))
         # the sphere-constrained MCR² (rate on the Riemannian gradient norm)
-        if a.pgd_sphere:
+        for _ in range(int(a.sphere_starts) if a.pgd_sphere else 0):
             Z0 = torch.randn(Zs.shape, generator=gen, dtype=torch.float64)
             runs.append(_one_run(Z0, y, eps, lam, "pgd_sphere", tuned["pgd_sphere"]["step"], cfg, seed,
                                  "sphere", traces))
@@ -153,6 +154,7 @@ def exp_b(cfg, seeds: list[int]) -> dict:
     from mcr2opt.network import evaluate, train
 
     b = cfg.expB
+    device = resolve_device(str(cfg.get("device", "auto")))   # Exp A is float64 on the CPU (exact); Exp B trains here
     rows, cos = [], {}
     for seed in seeds:
         splits = digits_splits(seed)
@@ -160,7 +162,7 @@ def exp_b(cfg, seeds: list[int]) -> dict:
             best = None
             for lr in b.lr_grid:   # the same grid, steps and selection rule for both losses
                 model, info = train(splits, loss=loss, steps=int(b.steps), lr=float(lr), eps=float(cfg.eps),
-                                    seed=seed, eval_every=int(b.eval_every), device=str(cfg.device))
+                                    seed=seed, eval_every=int(b.eval_every), device=device)
                 if best is None or info["val_acc"] > best[1]["val_acc"]:
                     best = (model, info, float(lr))
             model, info, lr = best
@@ -217,8 +219,8 @@ def claims_a(A: dict, cfg) -> tuple[list, list, list]:
         baselines={"degenerate control (λ = λ*)": estimate(slopes[("control", "qg")])}))
 
     runs = A["runs"]
-    crit = (f"contraction < 1 and R² > 0.95 over the last {a.window} steps before the float64 floor "
-            f"{a.floor:g}, and a stable rate (late/early log-rate ≥ ½)")
+    crit = (f"reaches the float64 floor {a.floor:g} within {a.n_steps} steps, with contraction < 1 and R² > 0.95 "
+            f"over the last {a.window} steps before it and a stable rate (late/early log-rate ≥ ½)")
     ctrl = [r for r in runs if r["method"] == "control"]
     for method in a.methods:
         rs = [r for r in runs if r["method"] == method and r["start"].startswith("perturbed")]
@@ -259,8 +261,9 @@ def claims_a(A: dict, cfg) -> tuple[list, list, list]:
                               "dist(Z*Q, 𝒳*)", max(cr["rotated"]), threshold=1e-12, better="lower"))
     checks.append(Claim.check("planted_distance", "A planted radial perturbation of size 1e-3 is at distance 1e-3.",
                               "max |dist/1e-3 − 1|", max(cr["planted"]), threshold=1e-6, better="lower"))
-    checks.append(Claim.check("value_equals_mcr2", "F (λ = 0) equals PyPI mcr2's DeltaR (float64).",
-                              "max relative difference", max(cr["mcr2"]), threshold=1e-10, better="lower"))
+    checks.append(Claim.check("value_equals_mcr2", "F (λ = 0) equals PyPI mcr2's DeltaR to 1e-5 relative (float64 "
+                              "features; mcr2 casts the labels and class counts to float32).",
+                              "max relative difference", max(cr["mcr2"]), threshold=1e-5, better="lower"))
     checks.append(Claim.check("grad_equals_autograd", "The analytic gradient equals autograd through torch.logdet.",
                               "max relative difference", max(cr["autograd"]), threshold=1e-10, better="lower"))
     for m, t in A["tuned"].items():
