@@ -119,3 +119,13 @@ _EXPECTED = {"check_classifiers_partial_fit": "a class may appear in one task on
                          expected_failed_checks=lambda est: _EXPECTED)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+def test_softmax_head_matches_sklearn_logistic_regression(rng):
+    from sklearn.linear_model import LogisticRegression
+    from tcgap.learners import train_softmax
+
+    X, y = rng.normal(size=(80, 4)), rng.integers(0, 3, 80)
+    W, b = train_softmax(X, y, 3, C=0.5, n_steps=500)
+    ref = LogisticRegression(C=0.5, tol=1e-10, max_iter=2000).fit(X, y)
+    np.testing.assert_allclose(W - W.mean(0), ref.coef_ - ref.coef_.mean(0), atol=1e-4)

@@ -66,3 +66,14 @@ def test_bad_input(rng, kwargs, err, match):
         args["y"] = np.repeat([0, 1], len(args["X"]) // 2 + 1)[: len(args["X"])]
     with pytest.raises(err, match=match):
         gamma_min(args.pop("X"), args.pop("y"), args.pop("task_of_class"), **args)
+
+
+@pytest.mark.parametrize("shrinkage", ["ledoit_wolf", 0.3, 1.0])
+def test_gram_path_equals_covariance_path(rng, shrinkage):
+    from tcgap.margin import _pairs_cov, _pairs_gram
+
+    R = rng.normal(size=(40, 90)) @ rng.normal(size=(90, 90)) / 10
+    M = rng.normal(size=(5, 90))
+    a, b = _pairs_cov(R, M, shrinkage, True), _pairs_gram(R, M, shrinkage, True)
+    np.testing.assert_allclose(a[0], b[0], rtol=1e-9, atol=1e-9)
+    assert a[1] == pytest.approx(b[1], rel=1e-9) and a[2] == pytest.approx(b[2], rel=1e-12)

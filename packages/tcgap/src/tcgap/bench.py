@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import logging
 
-import numpy as np
-
 from paperworks import Claim
 from paperworks.bench import compare, peak_memory
 from tcgap.backbones import RandomReLU
@@ -35,10 +33,6 @@ def measure_gap(gamma_split, train, test, task_of, C=1.0, max_iter=200):
     return tc_gap(TaskHeadCE(C=C, n_steps=max_iter), train, test, reading="joint")
 
 
-def _setup(width, seed):
-    return features(width, seed)
-
-
 def run_bench(cfg) -> dict:
     bc = cfg.bench
     claims, checks, metrics, timings = [], [], [], {}
@@ -46,8 +40,9 @@ def run_bench(cfg) -> dict:
         width = int(width)
         args = features(width)
         C, it = float(cfg.ce.C), int(cfg.ce.max_iter)
-        res = compare({"gamma_min": lambda: measure_gamma(*args, shrinkage=cfg.shrinkage),
-                       "tc_gap_ce": lambda: measure_gap(*args, C=C, max_iter=it)},
+        sh = cfg.shrinkage
+        res = compare({"gamma_min": lambda a=args, sh=sh: measure_gamma(*a, shrinkage=sh),
+                       "tc_gap_ce": lambda a=args, C=C, it=it: measure_gap(*a, C=C, max_iter=it)},
                       repeats=int(bc.repeats), warmup=1, threads=1)
         sp = res.speedup("gamma_min", over="tc_gap_ce")
         claims.append(Claim.threshold(

@@ -1,7 +1,7 @@
 """Console script: ``tcgap experiment=smoke|quick|paper|bench key=value ...``."""
 
-from tcgap.run import run
 from paperworks.hydra_glue import hydra_cli
+from tcgap.run import run
 
 main = hydra_cli("tcgap", run)
 

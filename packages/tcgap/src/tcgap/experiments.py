@@ -7,10 +7,10 @@ import logging
 import numpy as np
 from tqdm import tqdm
 
-from tcgap.backbones import PCA, MLP, Raw, RandomReLU, TorchBackbone, finetune_drift, pretrain_mlp
+from tcgap.backbones import MLP, PCA, RandomReLU, Raw, TorchBackbone, finetune_drift, pretrain_mlp
 from tcgap.data import digits_splits, gaussian_tasks, split_tasks
 from tcgap.gap import gap_readings
-from tcgap.learners import FeCAM, NCM, RanPAC, SLDA, TaskHeadCE
+from tcgap.learners import NCM, SLDA, FeCAM, RanPAC, TaskHeadCE
 from tcgap.margin import gamma_min
 from tcgap.schedule import TheoryScheduleCE, incremental_accuracies
 from tcgap.tail import heavy_tail_sgd, rate_exponent, tail_index
@@ -182,7 +182,7 @@ def schedule_study(cfg, seeds) -> list[dict]:
         # fixed schedule: the LR picked on the held-out split (final class-IL accuracy), grid extended at an edge
         grid = sorted(float(v) for v in sc.lr_grid)
 
-        def fixed(lr):
+        def fixed(lr, seed=seed):
             return TaskHeadCE(C=float(cfg.ce.C), solver="sgd", n_steps=int(sc.k_max), lr=lr,
                               batch_size=int(sc.batch_size), random_state=seed)
 

@@ -70,6 +70,9 @@ def tc_gap(learner, tasks_train, tasks_test, *, reading: str = "joint", gamma_da
         the reference gets right and class-IL wrong), ``n_rescued`` (the reverse), and with
         ``gamma_data`` also ``gamma_min`` and ``bound``.
     """
+    if not all(hasattr(learner, a) for a in ("partial_fit", "predict_task_il", "fit", "predict")):
+        raise TypeError(f"learner must be a class-IL learner with fit/partial_fit/predict/predict_task_il "
+                        f"(e.g. tcgap.SLDA()), got {type(learner).__name__}")
     if reading not in ("joint", "task_il"):
         raise ValueError(f"reading must be 'joint' or 'task_il', got {reading!r}")
     train = _tasks(tasks_train, "tasks_train")

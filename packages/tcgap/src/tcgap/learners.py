@@ -26,7 +26,6 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-import torch
 from scipy.linalg import cho_factor, cho_solve
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
@@ -147,6 +146,8 @@ class _CFFree(ClassifierMixin, BaseEstimator):
 
     def save(self, path) -> None:
         """One self-contained file: parameters, classes, tasks and the fitted state (tensors)."""
+        import torch
+
         check_is_fitted(self, "classes_")
         if self.classes_.dtype.kind not in "iu":
             raise TypeError("save needs integer class labels")
@@ -157,6 +158,8 @@ class _CFFree(ClassifierMixin, BaseEstimator):
 
     @classmethod
     def load(cls, path):
+        import torch
+
         doc = torch.load(path, weights_only=True)
         if doc.get("cls") != cls.__name__:
             raise ValueError(f"{path} holds a {doc.get('cls')!r}, not a {cls.__name__}")
@@ -342,51 +345,53 @@ class RanPAC(_CFFree):
         self.targets_ = {_key(c): t for c, t in zip(self.classes_, st["targets"])}
 
 
+def softmax_loss_grad(Wb, Xa, Y, lam):
+    """Mean softmax CE of logits Xa·Wbᵀ plus (λ/2)‖W‖² (bias column unpenalised) and its gradient."""
+    Z = Xa @ Wb.T
+    Z -= Z.max(1, keepdims=True)
+    P = np.exp(Z)
+    P /= P.sum(1, keepdims=True)
+    n = Xa.shape[0]
+    loss = -np.sum(Y * np.log(np.maximum(P, 1e-300))) / n + 0.5 * lam * np.sum(Wb[:, :-1] ** 2)
+    G = (P - Y).T @ Xa / n
+    G[:, :-1] += lam * Wb[:, :-1]
+    return loss, G
+
+
 def train_softmax(X, y, n_classes, *, C=1.0, solver="lbfgs", n_steps=200, lr=0.1, batch_size=32, clip=None,
                   seed=0, w0=None):
-    """Multinomial logistic regression, mean CE + ‖W‖²/(2Cn) (scikit-learn's scaling), in float64 torch.
+    """Multinomial logistic regression, mean CE + ‖W‖²/(2Cn) (scikit-learn's scaling), float64 numpy.
 
-    ``solver="lbfgs"``: full batch to convergence (``n_steps`` iterations at most); ``"sgd"``: ``n_steps``
-    mini-batch steps of size ``batch_size`` at rate ``lr`` (norm-clipped at ``clip`` when given).
-    Returns (W (n_classes, d), b (n_classes,)).
+    ``solver="lbfgs"``: full batch to convergence (scipy's L-BFGS-B, ``n_steps`` iterations at most);
+    ``"sgd"``: ``n_steps`` mini-batch steps of size ``batch_size`` at rate ``lr`` (norm-clipped at
+    ``clip`` when given). Returns (W (n_classes, d), b (n_classes,)).
     """
-    Xt = torch.as_tensor(X, dtype=torch.float64)
-    yt = torch.as_tensor(y, dtype=torch.long)
-    n, d = Xt.shape
+    from scipy.optimize import minimize
+
+    X = np.asarray(X, dtype=np.float64)
+    y = np.asarray(y)
+    n, d = X.shape
     lam = 1.0 / (C * n)
-    W = torch.zeros(n_classes, d + 1, dtype=torch.float64) if w0 is None else torch.as_tensor(w0).clone()
-    W.requires_grad_(True)
-    Xa = torch.cat([Xt, torch.ones(n, 1, dtype=torch.float64)], 1)
-
-    def loss_on(idx=None):
-        Xb, yb = (Xa, yt) if idx is None else (Xa[idx], yt[idx])
-        return torch.nn.functional.cross_entropy(Xb @ W.T, yb) + 0.5 * lam * (W[:, :-1] ** 2).sum()
-
+    Xa = np.c_[X, np.ones(n)]
+    Y = np.eye(n_classes)[y]
+    W = np.zeros((n_classes, d + 1)) if w0 is None else np.array(w0, dtype=np.float64)
     if solver == "lbfgs":
-        opt = torch.optim.LBFGS([W], lr=1.0, max_iter=n_steps, tolerance_grad=1e-9, tolerance_change=1e-12,
-                                history_size=20, line_search_fn="strong_wolfe")
+        def f(w):
+            loss, G = softmax_loss_grad(w.reshape(W.shape), Xa, Y, lam)
+            return loss, G.ravel()
 
-        def closure():
-            opt.zero_grad()
-            v = loss_on()
-            v.backward()
-            return v
-
-        opt.step(closure)
+        res = minimize(f, W.ravel(), jac=True, method="L-BFGS-B", options={"maxiter": n_steps, "gtol": 1e-9})
+        W = res.x.reshape(W.shape)
     elif solver == "sgd":
-        g = torch.Generator().manual_seed(int(seed))
+        rng = np.random.default_rng(seed)
         for _ in range(n_steps):
-            idx = torch.randint(0, n, (min(batch_size, n),), generator=g)
-            W.grad = None
-            loss_on(idx).backward()
-            with torch.no_grad():
-                step = W.grad
-                if clip is not None:
-                    step = step * min(1.0, clip / (float(step.norm()) + 1e-300))
-                W -= lr * step
+            idx = rng.integers(0, n, min(batch_size, n))
+            G = softmax_loss_grad(W, Xa[idx], Y[idx], lam)[1]
+            if clip is not None:
+                G = G * min(1.0, clip / (np.linalg.norm(G) + 1e-300))
+            W = W - lr * G
     else:
         raise ValueError(f"solver must be 'lbfgs' or 'sgd', got {solver!r}")
-    W = W.detach().numpy()
     return W[:, :-1].copy(), W[:, -1].copy()
 
 

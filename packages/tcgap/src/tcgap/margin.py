@@ -8,7 +8,8 @@ samples and the metric as the pooled within-class covariance (the LDA metric in 
 Bhattacharyya bound on a pairwise error). ``centroids="class"`` gives the cross-task class-pair reading:
 the minimum over pairs of classes that belong to different tasks.
 
-All distances go through one Cholesky factor of Σ̂ (triangular solves, no explicit inverse).
+All distances go through one Cholesky factor (triangular solves, no explicit inverse): of Σ̂ (d × d) when
+n ≥ d, of the n × n Gram matrix (Woodbury; Ledoit–Wolf's coefficient needs only the Gram) when n < d.
 """
 
 from __future__ import annotations
@@ -102,6 +103,50 @@ def shrunk_covariance(R: np.ndarray, shrinkage="ledoit_wolf") -> tuple[np.ndarra
     return out, a
 
 
+def _pairs_cov(R, M, shrinkage, trace=False):
+    """Squared Mahalanobis distances between the rows of M under Σ̂ (d × d Cholesky); tr(Σ̂⁻¹S_w); shrinkage."""
+    S, a = shrunk_covariance(R, shrinkage)
+    try:
+        cf = cho_factor(S, lower=True)
+    except np.linalg.LinAlgError:
+        raise ValueError("the pooled covariance is singular; use shrinkage='ledoit_wolf' or a value > 0") from None
+    W = solve_triangular(cf[0], M.T, lower=True).T  # whitened centroids: Mahalanobis = Euclidean here
+    D = ((W[:, None, :] - W[None, :, :]) ** 2).sum(-1)
+    d_eff = float(np.trace(cho_solve(cf, R.T @ R / R.shape[0]))) if trace else float("nan")
+    return D, d_eff, a
+
+
+def _pairs_gram(R, M, shrinkage, trace=False):
+    """The same through the n × n Gram K = RRᵀ when n < d: Σ̂ = cI + bRᵀR, c = s·tr(S)/d, b = (1 − s)/n, and
+    vᵀΣ̂⁻¹v = (‖v‖² − (Rv)ᵀ(cI/b + K)⁻¹(Rv))/c (Woodbury); Ledoit–Wolf from K alone."""
+    n, d = R.shape
+    K = R @ R.T
+    tr = float(np.trace(K)) / n
+    if isinstance(shrinkage, str):
+        if shrinkage != "ledoit_wolf":
+            raise ValueError(f"shrinkage must be 'ledoit_wolf', a float in [0, 1] or None, got {shrinkage!r}")
+        mu = tr / d
+        delta_ = float(np.sum(K * K)) / n**2  # ‖S‖_F² = ‖K‖_F²/n²
+        beta = min((float(np.sum(np.diag(K) ** 2)) / n - delta_) / (d * n), (delta_ - 2 * mu * tr + d * mu**2) / d)
+        delta = (delta_ - 2 * mu * tr + d * mu**2) / d
+        a = 0.0 if beta <= 0 or delta <= 0 else float(beta / delta)
+    else:
+        _, a = shrunk_covariance(np.zeros((2, 1)), shrinkage)  # validation only
+        a = float(shrinkage)
+    if a <= 0:
+        raise ValueError(f"shrinkage 0 with fewer samples than dimensions (n={n}, d={d}) is singular")
+    c, b = a * tr / d, (1 - a) / n
+    diff = M[:, None, :] - M[None, :, :]
+    V = diff.reshape(-1, d)
+    if b == 0:
+        return (np.sum(V * V, 1) / c).reshape(len(M), len(M)), d * (tr / d) / c, a
+    cf = cho_factor(c / b * np.eye(n) + K, lower=True)
+    RV = R @ V.T
+    D = (np.sum(V * V, 1) - np.sum(RV * cho_solve(cf, RV), 0)) / c
+    d_eff = float(np.trace(K - K @ cho_solve(cf, K))) / (n * c) if trace else float("nan")
+    return D.reshape(len(M), len(M)), d_eff, a
+
+
 def _centres(X, y, task_of, centroids):
     classes = np.unique(y)
     if centroids == "task":
@@ -154,19 +199,15 @@ def gamma_min(X, y, task_of_class, *, shrinkage="ledoit_wolf", centroids: str = 
     task_of = task_map(task_of_class, classes)
     class_means = np.stack([X[inv == k].mean(0) for k in range(classes.size)])
     R = X - class_means[inv]
-    S, a = shrunk_covariance(R, shrinkage)
-    try:
-        cf = cho_factor(S, lower=True)
-    except np.linalg.LinAlgError:
-        raise ValueError("the pooled covariance is singular; use shrinkage='ledoit_wolf' or a value > 0") from None
     M, owner = _centres(X, y, task_of, centroids)
-    W = solve_triangular(cf[0], M.T, lower=True).T  # whitened centroids: Mahalanobis = Euclidean here
-    D = ((W[:, None, :] - W[None, :, :]) ** 2).sum(-1)
+    n, d = R.shape
+    if n < d and shrinkage is not None and not (not isinstance(shrinkage, str) and float(shrinkage) == 0.0):
+        D, d_eff, a = _pairs_gram(R, M, shrinkage, debias)  # n < d: the n × n Gram form (Woodbury), O(n²d)
+    else:
+        D, d_eff, a = _pairs_cov(R, M, shrinkage, debias)  # the d × d covariance, O(nd² + d³)
     if debias:
         counts = (np.array([np.sum([task_of[c.item()] == t for c in y]) for t in owner]) if centroids == "task"
                   else np.bincount(inv))
-        S_w = R.T @ R / R.shape[0]
-        d_eff = float(np.trace(cho_solve(cf, S_w)))
         D = D - d_eff * (1.0 / counts[:, None] + 1.0 / counts[None, :])
     cross = owner[:, None] != owner[None, :]
     D_cross = np.where(cross, D, np.inf)
