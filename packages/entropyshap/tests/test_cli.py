@@ -25,14 +25,15 @@ def test_smoke_without_matplotlib_writes_results_and_no_plots(tmp_path, monkeypa
     assert doc["experiment"] == "smoke"
 
 
-def test_explain_verb_on_saved_model_and_user_rows(tmp_path):
-    import subprocess
+def test_explain_verb_on_saved_model_and_user_rows(tmp_path, monkeypatch, capsys):
+    import json
 
     import numpy as np
-    from entropyshap import GaussianMLP
+    from entropyshap import GaussianMLP, cli
     from entropyshap.data import learned_case
+    from entropyshap.explain_cli import run_explain
 
-    from paperworks.testing import console_script
+    from paperworks.hydra_glue import compose, execute
 
     X, Y = learned_case(300, np.random.default_rng(0))
     GaussianMLP(4, 2, hidden=8).fit(X, Y, epochs=1).save(tmp_path / "m.pt")
@@ -41,16 +42,17 @@ def test_explain_verb_on_saved_model_and_user_rows(tmp_path):
     lines[9] = "1,2,3"        # wrong width
     (tmp_path / "bg.csv").write_text("\n".join(lines) + "\n")
     out = tmp_path / "run"
-    proc = subprocess.run([console_script("entropyshap"), "explain", f"model.path={tmp_path / 'm.pt'}",
-                           f"data.path={tmp_path / 'bg.csv'}", "data.n_points=2", "n_components=16", "n_mc=64",
-                           f"hydra.run.dir={out}"], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    import json
-
+    cfg = compose("entropyshap", [f"model.path={tmp_path / 'm.pt'}", f"data.path={tmp_path / 'bg.csv'}",
+                                  "data.n_points=2", "n_components=16", "n_mc=64"], config_name="explain")
+    execute("entropyshap", run_explain, cfg, out)
     doc = json.loads((out / "results.json").read_text())
     assert doc["extra"]["skipped_rows"] == [6, 10] and doc["extra"]["n_background"] == 38
     assert doc["checks"][0]["verdict"] == "supported"
     assert len((out / "attributions.csv").read_text().strip().splitlines()) == 1 + 2 * 4
+    # the console script dispatches the verb
+    monkeypatch.setattr("sys.argv", ["entropyshap", "explain", "--help"])
+    cli.main()
+    assert "model.path=" in capsys.readouterr().out
 
 
 def test_explain_needs_paths():
