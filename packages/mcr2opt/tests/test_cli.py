@@ -20,6 +20,6 @@ def test_smoke_cli_writes_results(tmp_path):
 def test_smoke_without_matplotlib_writes_results_and_no_plots(tmp_path, monkeypatch):
     doc = smoke_without_matplotlib("mcr2opt", run, monkeypatch, tmp_path, overrides=(
         "experiment=smoke", "seeds=1", "expA.methods=[gd]", "expA.pgd_sphere=false", "expB.enabled=false",
-        "expA.step_grid=[0.3,1.0,2.0]", "expA.kappa_dirs=1"))
+        "expA.step_grid=[0.3,1.0,2.0]", "expA.kappa_dirs=1", "expA.hessian=false"))
     assert doc["experiment"] == "smoke"
     assert "linear_gd" in {c["id"] for c in doc["claims"]}

@@ -104,3 +104,22 @@ def test_bad_input():
     with pytest.raises(ValueError, match="eps"):
         closed_form_maximizer([5, 5], 4, eps=-1.0, lam=LAM)
     assert math.isfinite(critical_lam(5, 10, 4, eps=EPS))
+
+
+def test_hessian_is_nsd_with_nullity_the_set_dimension(maximizer):
+    from mcr2opt.maximizers import hessian_spectrum, manifold_dimension
+
+    Z, y = maximizer
+    ev = hessian_spectrum(Z, y, eps=EPS, lam=LAM)
+    scale = float(ev.abs().max())
+    assert float(ev.max()) < 1e-6 * scale
+    null = int((ev.abs() <= 1e-6 * scale).sum())
+    assert null == manifold_dimension([10, 10], 8, [4, 4])
+    # the error-bound constant to first order equals the sampled one along the worst (radial) direction
+    kappa_h = 1 / float(-ev[ev < -1e-6 * scale].max())
+    kappa = local_constants(Z, y, eps=EPS, lam=LAM, radii=[1e-5], n_dirs=0)[0]["kappa"]
+    assert kappa == pytest.approx(kappa_h, rel=1e-3)
+    lc = critical_lam(10, 20, 8, eps=EPS)
+    Zc, yc = closed_form_maximizer([10, 10], 8, eps=EPS, lam=lc)
+    evc = hessian_spectrum(Zc, yc, eps=EPS, lam=lc)
+    assert int((evc.abs() <= 1e-6 * float(evc.abs().max())).sum()) > null

@@ -211,3 +211,41 @@ def distance_to_maximizers(Z: Tensor, y, *, eps: float, lam: float, ranks: Seque
     for k in live:
         Zstar[idx[k]] = s[k] * V[k] @ blocks[k].T
     return dist, Zstar
+
+
+def manifold_dimension(class_sizes: Sequence[int], d: int, ranks: Sequence[int]) -> int:
+    """dim 𝒳* for ranks r: dim St(d, R) + Σ_k dim St(n_k, r_k) − Σ_k dim O(r_k), R = Σ r_k.
+
+    (Z_k = s_k V_k U_kᵀ is unchanged by V_k → V_kO, U_k → U_kO for O ∈ O(r_k); dim St(m, p) = mp − p(p+1)/2.)
+    """
+    sizes = _check_sizes(class_sizes)
+    r = _check_ranks(ranks, sizes, check_int(d, "d"))
+    R = sum(r)
+
+    def st(m, p):
+        return m * p - p * (p + 1) // 2
+
+    return st(d, R) + sum(st(nk, rk) - rk * (rk - 1) // 2 for nk, rk in zip(sizes, r))
+
+
+def hessian_spectrum(Z: Tensor, y, *, eps: float, lam: float, h: float = 1e-5) -> Tensor:
+    """Eigenvalues (ascending) of the Hessian of F at Z, by central differences of the analytic gradient.
+
+    O(nd) gradient calls and an (nd) × (nd) eigen-solve: meant for the miniature (nd ≲ 2,000). At a
+    point of 𝒳* the Hessian is negative semi-definite with nullity dim 𝒳* when the set is
+    non-degenerate (Morse–Bott), which is the first-order form of the error bound, κ = 1/λ_min⁺(−H).
+    """
+    from mcr2opt.objective import value_and_grad
+
+    Z = _check_Z(Z).detach().double()
+    h = check_float(h, "h", minimum=0.0, open_minimum=True)
+    N = Z.numel()
+    H = torch.empty(N, N, dtype=torch.float64)
+    E = torch.zeros(N, dtype=torch.float64)
+    for i in range(N):
+        E[i] = h
+        D = E.view_as(Z)
+        H[i] = ((value_and_grad(Z + D, y, eps=eps, lam=lam)[1] - value_and_grad(Z - D, y, eps=eps, lam=lam)[1])
+                / (2 * h)).flatten()
+        E[i] = 0.0
+    return torch.linalg.eigvalsh((H + H.T) / 2)
