@@ -187,7 +187,7 @@ def schedule_study(cfg, seeds) -> list[dict]:
                               batch_size=int(sc.batch_size), random_state=seed)
 
         scores = {lr: incremental_accuracies(fixed(lr), tr, va)[-1] for lr in grid}
-        for _ in range(2):
+        for _ in range(int(sc.max_extensions)):  # extend the grid ×3 past an edge until the best LR is inside
             best = max(scores, key=scores.get)
             if best == grid[-1]:
                 grid.append(grid[-1] * 3)
