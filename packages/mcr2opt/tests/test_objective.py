@@ -106,3 +106,13 @@ def test_bad_input(gen):
         mcr2(Z, y.float())
     with pytest.raises(ValueError, match="lam"):
         MCR2Loss(lam=-0.1)
+
+
+def test_mcr2_baseline_takes_float64_features(gen):
+    from mcr2opt.baselines import mcr2_value_and_grad
+
+    Z = torch.randn(30, 5, generator=gen, dtype=torch.float64)
+    y = torch.arange(30) % 3
+    F, g = mcr2_value_and_grad(Z, one_hot(y, 30, dtype=torch.float64), eps=0.5)
+    assert F.dtype == torch.float32 and g.shape == Z.shape
+    assert abs(float(F) - float(mcr2(Z, y, eps=0.5))) <= 1e-5 * abs(float(F))

@@ -23,11 +23,15 @@ def one_hot(y, n: int, dtype=torch.float32) -> Tensor:
 
 
 def mcr2_value_and_grad(Z: Tensor, y_onehot: Tensor, *, eps: float = 0.5) -> tuple[Tensor, Tensor]:
-    """ΔR and its gradient by autograd through ``mcr2.primitives.coding_rate.DeltaR`` (eigvalsh)."""
+    """ΔR and its gradient by autograd through ``mcr2.primitives.coding_rate.DeltaR`` (eigvalsh), in float32.
+
+    ``mcr2`` works in float32: it casts the labels with ``.float()``, and its einsum of float64
+    features with float32 labels fails unless ``opt_einsum`` happens to be installed.
+    """
     from mcr2.primitives.coding_rate import DeltaR
 
-    Zr = Z.detach().requires_grad_(True)
-    F = DeltaR(Zr, y_onehot, eps)
+    Zr = Z.detach().float().requires_grad_(True)
+    F = DeltaR(Zr, y_onehot.float(), eps)
     (g,) = torch.autograd.grad(F, Zr)
     return F.detach(), g
 

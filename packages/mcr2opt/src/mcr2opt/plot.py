@@ -17,7 +17,7 @@ def plot_all(A: dict, B: dict | None, out: Path) -> None:
         v = np.maximum(np.asarray(series, float), 1e-17)
         ax.semilogy(v, label=key, lw=1.2)
     ax.set_xlabel("iteration")
-    ax.set_ylabel("dist(Z_t, 𝒳*)  (sphere: ‖grad‖)")
+    ax.set_ylabel("distance to the maximizer set (sphere: ‖grad‖)")
     ax.legend(fontsize=7)
     savefig(fig, out / "distance.png")
     # κ̂, μ̂, ĉ vs radius
