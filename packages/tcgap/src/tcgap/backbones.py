@@ -8,7 +8,6 @@ class-IL stream) and standardises its output with that split's statistics.
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 
 class _Standardised:
@@ -72,24 +71,30 @@ class RandomReLU(_Standardised):
         return np.maximum(X @ self.A_ + self.b_, 0.0)
 
 
-class MLP(torch.nn.Module):
-    """A small MLP; ``features`` is the hidden representation (the backbone φ)."""
+def MLP(d_in, hidden=128, n_classes=10):
+    """A small MLP (torch ``nn.Module``); ``features`` is the hidden representation (the backbone φ)."""
+    import torch
 
-    def __init__(self, d_in, hidden=128, n_classes=10):
-        super().__init__()
-        self.body = torch.nn.Sequential(torch.nn.Linear(d_in, hidden), torch.nn.ReLU(),
-                                        torch.nn.Linear(hidden, hidden), torch.nn.ReLU())
-        self.head = torch.nn.Linear(hidden, n_classes)
+    class _MLP(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = torch.nn.Sequential(torch.nn.Linear(d_in, hidden), torch.nn.ReLU(),
+                                            torch.nn.Linear(hidden, hidden), torch.nn.ReLU())
+            self.head = torch.nn.Linear(hidden, n_classes)
 
-    def features(self, x):
-        return self.body(x)
+        def features(self, x):
+            return self.body(x)
 
-    def forward(self, x):
-        return self.head(self.body(x))
+        def forward(self, x):
+            return self.head(self.body(x))
+
+    return _MLP()
 
 
 def pretrain_mlp(X, y, *, epochs, hidden=128, lr=1e-3, batch_size=64, seed=0):
     """An MLP trained ``epochs`` epochs (Adam, CE) on the pretraining split; standardised inputs."""
+    import torch
+
     g = torch.Generator().manual_seed(int(seed))
     torch.manual_seed(int(seed))
     Xt = torch.as_tensor(np.asarray(X), dtype=torch.float32)
@@ -117,6 +122,8 @@ class TorchBackbone(_Standardised):
         return self
 
     def _raw(self, X):
+        import torch
+
         f = getattr(self.module, self.method, self.module)
         with torch.no_grad():
             return f(torch.as_tensor(X, dtype=torch.float32)).double().numpy()
@@ -124,6 +131,8 @@ class TorchBackbone(_Standardised):
 
 def feature_drift(before, after, X) -> float:
     """Relative representation drift mean‖φ'(x) − φ(x)‖ / mean‖φ(x)‖ over probe inputs ``X``."""
+    import torch
+
     with torch.no_grad():
         Xt = torch.as_tensor(np.asarray(X), dtype=torch.float32)
         a, b = before(Xt), after(Xt)
@@ -136,6 +145,8 @@ def finetune_drift(net, X, y, *, lrs, steps=50, batch_size=32, seed=0, probe=Non
     Same mini-batches and head initialisation for every rate (only the rate differs).
     """
     import copy
+
+    import torch
 
     Xt = torch.as_tensor(np.asarray(X), dtype=torch.float32)
     yt = torch.as_tensor(np.asarray(y), dtype=torch.long)

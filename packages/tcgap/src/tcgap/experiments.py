@@ -7,7 +7,7 @@ import logging
 import numpy as np
 from tqdm import tqdm
 
-from tcgap.backbones import MLP, PCA, RandomReLU, Raw, TorchBackbone, finetune_drift, pretrain_mlp
+from tcgap.backbones import PCA, RandomReLU, Raw, TorchBackbone, finetune_drift, pretrain_mlp
 from tcgap.data import digits_splits, gaussian_tasks, split_tasks
 from tcgap.gap import gap_readings
 from tcgap.learners import NCM, SLDA, FeCAM, RanPAC, TaskHeadCE
@@ -230,5 +230,5 @@ class _Composed(TorchBackbone):
         return super()._raw((X - self.mu) / self.sd)
 
 
-__all__ = ["MLP", "decomposition_study", "digits_study", "drift_study", "ecf_study", "gaussian_study",
+__all__ = ["decomposition_study", "digits_study", "drift_study", "ecf_study", "gaussian_study",
            "schedule_study"]

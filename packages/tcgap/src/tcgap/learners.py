@@ -445,3 +445,16 @@ class TaskHeadCE(_CFFree):
 
 
 LEARNERS = {"ncm": NCM, "slda": SLDA, "fecam": FeCAM, "ranpac": RanPAC, "ce": TaskHeadCE}
+
+
+def load_learner(path):
+    """Load any learner saved with ``save`` (the file names its class)."""
+    import torch
+
+    from tcgap.schedule import TheoryScheduleCE
+
+    doc = torch.load(path, weights_only=True)
+    classes = {c.__name__: c for c in (*LEARNERS.values(), TheoryScheduleCE)}
+    if doc.get("cls") not in classes:
+        raise ValueError(f"{path} holds no tcgap learner (cls={doc.get('cls')!r})")
+    return classes[doc["cls"]].load(path)

@@ -14,7 +14,6 @@ For each task, from a warm-up at the initial point:
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 from paperworks.utils import check_float, check_int
 from tcgap.learners import TaskHeadCE
@@ -22,6 +21,8 @@ from tcgap.tail import tail_index
 
 
 def _hessian_top(loss_fn, W, iters=30):
+    import torch
+
     v = torch.randn_like(W)
     v /= v.norm()
     lam = 0.0
@@ -35,6 +36,8 @@ def _hessian_top(loss_fn, W, iters=30):
 
 def theory_train(X, y, n_classes, *, gamma, C=1.0, k_max=400, batch_size=32, warmup=20, seed=0):
     """Train one task's softmax head with the theory schedule; returns (W, b, info)."""
+    import torch
+
     Xt = torch.as_tensor(np.asarray(X), dtype=torch.float64)
     Xa = torch.cat([Xt, torch.ones(len(Xt), 1, dtype=torch.float64)], 1)
     yt = torch.as_tensor(np.asarray(y), dtype=torch.long)
