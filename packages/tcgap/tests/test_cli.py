@@ -66,19 +66,16 @@ def _user_file(tmp_path, gen_seed=0, with_split=False):
 
 def test_diagnose_and_predict_verbs_on_a_users_features(tmp_path):
     import json
-    import subprocess
 
     import numpy as np
     from tcgap import SLDA
-
-    from paperworks.testing import console_script
 
     X, y = _user_file(tmp_path, with_split=True)
     from tcgap.diagnose import run_diagnose
 
     from paperworks.hydra_glue import execute
 
-    out = tmp_path / "diag"  # in-process (the verb's dispatch is exercised by `predict` below)
+    out = tmp_path / "diag"  # in-process; the console script's dispatch is tested below
     execute("tcgap", run_diagnose, compose("tcgap", [f"data.path={tmp_path / 'feats.npz'}", "learner=slda"],
                                            config_name="diagnose"), out)
     doc = json.loads((out / "results.json").read_text())
@@ -86,13 +83,31 @@ def test_diagnose_and_predict_verbs_on_a_users_features(tmp_path):
     assert 0 <= doc["extra"]["gap_task_il"] <= 1 and doc["extra"]["gamma_task"] > 0
     assert doc["extra"]["n"] == {"train": 200, "gamma": 100, "test": 99}  # row 5 (a test row) skipped
     m = SLDA.load(out / "learner.pt")
+    from tcgap.diagnose import run_predict
+
     pout = tmp_path / "pred"
-    subprocess.run([console_script("tcgap"), "predict", f"model={out / 'learner.pt'}",
-                    f"data.path={tmp_path / 'X.npy'}", f"hydra.run.dir={pout}"], check=True, capture_output=True,
-                   timeout=120)
+    execute("tcgap", run_predict, compose("tcgap", [f"model={out / 'learner.pt'}", f"data.path={tmp_path / 'X.npy'}"],
+                                          config_name="predict"), pout)
     lines = (pout / "predictions.csv").read_text().strip().splitlines()[1:]
     ok = np.all(np.isfinite(X[:30]), 1)
     assert [int(r.split(",")[1]) for r in lines] == m.predict(X[:30][ok]).tolist()
+
+
+def test_cli_dispatches_the_verbs(monkeypatch):
+    import sys
+
+    from tcgap import cli
+
+    seen = []
+    monkeypatch.setattr(cli, "_verbs", {"diagnose": lambda: seen.append(("diagnose", sys.argv[1:])),
+                                        "predict": lambda: seen.append(("predict", sys.argv[1:]))})
+    monkeypatch.setattr(cli, "_experiments", lambda: seen.append(("experiments", sys.argv[1:])))
+    for argv in (["tcgap", "predict", "model=m.pt"], ["tcgap", "diagnose", "data.path=f.npz"],
+                 ["tcgap", "experiment=smoke"]):
+        monkeypatch.setattr(sys, "argv", list(argv))
+        cli.main()
+    assert seen == [("predict", ["model=m.pt"]), ("diagnose", ["data.path=f.npz"]),
+                    ("experiments", ["experiment=smoke"])]
 
 
 def test_diagnose_bad_input(tmp_path):
