@@ -8,8 +8,7 @@ environments ``occirl/GridWorld-v0``, ``occirl/Garnet-v0``, ``occirl/TabularMDP-
 from occirl import envs as _envs  # noqa: F401  (registers the gymnasium environments)
 from occirl.baselines import MCEIRL
 from occirl.envs import GarnetEnv, GridWorldEnv, TabularMDPEnv
-from occirl.mdp import (empirical_occupancy, expert_nll, mce_dual, occupancy, occupancy_jacobian,
-                        soft_value_iteration)
+from occirl.mdp import empirical_occupancy, expert_nll, mce_dual, occupancy, occupancy_jacobian, soft_value_iteration
 from occirl.method import OccupancyNaturalGradientIRL, mirror_descent_policy, quadrature_step
 
 __all__ = ["soft_value_iteration", "occupancy", "empirical_occupancy", "mce_dual", "expert_nll",

@@ -94,13 +94,13 @@ def _soft_vi(P, r, gamma, horizon, tol=1e-12, max_iter=100_000, V_init=None):
     Pf = P.reshape(S * A, S)
     if r.ndim == 2 and not np.iscomplexobj(r):
         # soft policy iteration (Newton's method on the soft Bellman equation): quadratic convergence
-        I = np.eye(S)
+        eye = np.eye(S)
         for _ in range(200):
             Q = r + gamma * (Pf @ V).reshape(S, A)
             W = _lse(Q)
             pi = np.exp(Q - W[:, None])
             P_pi = np.einsum("sa,sax->sx", pi, P)
-            V_new = np.linalg.solve(I - gamma * P_pi, np.sum(pi * (r - np.log(np.clip(pi, 1e-300, None))), -1))
+            V_new = np.linalg.solve(eye - gamma * P_pi, np.sum(pi * (r - np.log(np.clip(pi, 1e-300, None))), -1))
             done = np.max(np.abs(V_new - V)) < tol * max(1.0, np.max(np.abs(V_new)))
             V = V_new
             if done:
@@ -286,16 +286,16 @@ def occupancy_jacobian(P, r, p0, *, gamma=None, horizon=None):
         return d.reshape(S * A, S * A).imag.T / h
     _, _, pi = _soft_vi(P, r, gamma, None)
     P_pi = np.einsum("sa,sax->sx", pi, P)
-    I = np.eye(S)
+    eye = np.eye(S)
     E_pi = np.zeros((S, S * A))                                 # E_pi[s, (s, a)] = π(a|s)
     E_pi[np.repeat(np.arange(S), A), np.arange(S * A)] = pi.ravel()
-    M = np.linalg.solve(I - gamma * P_pi, E_pi)                  # ∂V/∂r
+    M = np.linalg.solve(eye - gamma * P_pi, E_pi)                  # ∂V/∂r
     Pf = P.reshape(S * A, S)
     dQ = np.eye(S * A) + gamma * Pf @ M                          # ∂Q/∂r
     dlogpi = dQ - np.repeat(M, A, axis=0)                        # ∂ log π / ∂r
-    rho = np.linalg.solve(I - gamma * P_pi.T, p0)
+    rho = np.linalg.solve(eye - gamma * P_pi.T, p0)
     d = (rho[:, None] * pi).ravel()
-    drho = gamma * np.linalg.solve(I - gamma * P_pi.T, Pf.T @ (d[:, None] * dlogpi))
+    drho = gamma * np.linalg.solve(eye - gamma * P_pi.T, Pf.T @ (d[:, None] * dlogpi))
     return np.repeat(drho, A, axis=0) * pi.ravel()[:, None] + d[:, None] * dlogpi
 
 

@@ -23,8 +23,7 @@ import json
 
 import numpy as np
 
-from occirl.mdp import (_occ, _soft_vi, empirical_occupancy, expert_policy, occupancy_jacobian,
-                        occupancy_mass)
+from occirl.mdp import _occ, _soft_vi, empirical_occupancy, expert_policy, occupancy_jacobian, occupancy_mass
 from paperworks.utils import check_float, check_int
 
 __all__ = ["OccupancyNaturalGradientIRL", "mirror_descent_policy", "projection_target", "quadrature_step"]
