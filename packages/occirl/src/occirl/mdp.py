@@ -84,8 +84,12 @@ def _soft_vi(P, r, gamma, horizon, tol=1e-12, max_iter=100_000, V_init=None):
         S, A = r.shape[-2:]
         V = np.zeros(r.shape[:-2] + (horizon + 1, S), dtype=r.dtype)
         Q = np.zeros(r.shape[:-2] + (horizon, S, A), dtype=r.dtype)
+        Pf = P.reshape(S * A, P.shape[2])
         for t in range(horizon - 1, -1, -1):
-            Q[..., t, :, :] = r + gamma * np.einsum("sax,...x->...sa", P, V[..., t + 1, :])
+            if r.ndim == 2:
+                Q[t] = r + gamma * (Pf @ V[t + 1]).reshape(S, A)
+            else:
+                Q[..., t, :, :] = r + gamma * np.einsum("sax,...x->...sa", P, V[..., t + 1, :])
             V[..., t, :] = _lse(Q[..., t, :, :])
         pi = np.exp(Q - V[..., :horizon, :, None])
         return V[..., :horizon, :], Q, pi
@@ -95,7 +99,8 @@ def _soft_vi(P, r, gamma, horizon, tol=1e-12, max_iter=100_000, V_init=None):
     if r.ndim == 2 and not np.iscomplexobj(r):
         # soft policy iteration (Newton's method on the soft Bellman equation): quadratic convergence
         eye = np.eye(S)
-        for _ in range(200):
+        done = False
+        for _ in range(50):
             Q = r + gamma * (Pf @ V).reshape(S, A)
             W = _lse(Q)
             pi = np.exp(Q - W[:, None])
@@ -105,12 +110,15 @@ def _soft_vi(P, r, gamma, horizon, tol=1e-12, max_iter=100_000, V_init=None):
             V = V_new
             if done:
                 break
-        else:  # pragma: no cover - Newton on a smooth contraction converges
-            raise RuntimeError("soft policy iteration did not converge")
-        Q = r + gamma * (Pf @ V).reshape(S, A)
-        V = _lse(Q)
-        return V, Q, np.exp(Q - V[:, None])
+        if done:
+            Q = r + gamma * (Pf @ V).reshape(S, A)
+            V = _lse(Q)
+            return V, Q, np.exp(Q - V[:, None])
+        # Newton stalled at rounding level (huge rewards): finish with plain value iteration below
     if r.ndim == 2:
+        if not np.all(np.isfinite(V)):
+            raise FloatingPointError("soft value iteration: the values are not finite (rewards diverged?)")
+
         def bellman(V):
             return r + gamma * (Pf @ V).reshape(S, A)
     else:
@@ -119,7 +127,7 @@ def _soft_vi(P, r, gamma, horizon, tol=1e-12, max_iter=100_000, V_init=None):
     for _ in range(max_iter):
         Q = bellman(V)
         V_new = _lse(Q)
-        if np.max(np.abs(V_new - V)) < tol * max(1.0, np.max(np.abs(V_new))):
+        if np.max(np.abs(V_new - V)) < max(tol, 1e-15 / (1 - gamma)) * max(1.0, np.max(np.abs(V_new))):
             V = V_new
             break
         V = V_new
@@ -159,8 +167,9 @@ def _occ(P, pi, p0, gamma, horizon):
     if horizon is not None:
         D = np.zeros((horizon, P.shape[0]), dtype=np.result_type(pi, float))
         D[0] = p0
+        Pf = P.reshape(-1, P.shape[2])
         for t in range(horizon - 1):
-            D[t + 1] = gamma * np.einsum("s,sa,sax->x", D[t], pi[t], P)
+            D[t + 1] = gamma * ((D[t][:, None] * pi[t]).ravel() @ Pf)
         return np.einsum("ts,tsa->sa", D, pi)
     S = P.shape[0]
     P_pi = np.einsum("sa,sax->sx", pi, P)
@@ -217,12 +226,11 @@ def empirical_occupancy(trajectories, n_states, n_actions, *, gamma=None, horizo
                 raise TypeError(f"trajectories[{i}] must hold integer states and actions")
             tr = tr.astype(int)
         T = len(tr) if horizon is None else min(len(tr), horizon)
-        for t in range(T):
-            s, a = int(tr[t, 0]), int(tr[t, 1])
-            if not (0 <= s < S and 0 <= a < A):
-                skipped.append((i, t))
-                continue
-            d[s, a] += gamma ** t
+        s, a = tr[:T, 0], tr[:T, 1]
+        ok = (s >= 0) & (s < S) & (a >= 0) & (a < A)
+        skipped += [(i, int(t)) for t in np.nonzero(~ok)[0]]
+        t = np.arange(T)[ok]
+        np.add.at(d, (s[ok], a[ok]), gamma ** t)
     if skipped:
         warnings.warn(f"empirical_occupancy: skipped {len(skipped)} rows with a state or action out of range "
                       f"(first: trajectory {skipped[0][0]}, step {skipped[0][1]})", stacklevel=2)

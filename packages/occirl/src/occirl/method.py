@@ -129,6 +129,9 @@ class _TabularIRL:
         self.converged_ = False
         for k in range(self.max_iter):
             r = Phi @ theta
+            if not np.all(np.isfinite(r)) or np.abs(r).max() > 1e8:
+                raise FloatingPointError(f"{type(self).__name__}.fit diverged at step {k}: |reward| = "
+                                         f"{np.abs(r).max():.3g} (lower the step size)")
             pi, d = self._solve(r)
             pim = pi.mean(0) if pi.ndim == 3 else pi
             change = np.inf if prev is None else float(np.max(np.abs(pi - prev)))
@@ -152,8 +155,9 @@ class _TabularIRL:
         if pi.ndim == 3:
             D = np.zeros((self.horizon, self.P.shape[0]))
             D[0] = self.p0
+            Pf = self.P.reshape(-1, self.P.shape[2])
             for t in range(self.horizon - 1):
-                D[t + 1] = self.gamma * np.einsum("s,sa,sax->x", D[t], pi[t], self.P)
+                D[t + 1] = self.gamma * ((D[t][:, None] * pi[t]).ravel() @ Pf)
             ent = -np.einsum("ts,tsa->", D, pi * np.log(np.clip(pi, 1e-300, None)))
             return float(np.sum(d * r) + ent - np.sum(d_E * r))
         return float(np.sum(d * (r - np.log(np.clip(pi, 1e-300, None)))) - np.sum(d_E * r))
