@@ -182,8 +182,8 @@ def test_natural_direction_projects_and_regularises():
 @pytest.mark.parametrize("kw,err,msg", [({"k": 0}, ValueError, "k must be >= 1"),
                                         ({"k": 1.5}, TypeError, "k must be an int"),
                                         ({"shots": 1}, ValueError, "shots must be >= 2"),
-                                        ({"shots": 2.0}, TypeError, "shots must be None or an int"),
-                                        ({"groups": "3"}, TypeError, "groups must be an int"),
+                                        ({"shots": 2.0}, TypeError, "shots must be an integer or None"),
+                                        ({"groups": "3"}, TypeError, "groups must be an integer"),
                                         ({"groups": 1}, ValueError, "groups must be >= 2")])
 def test_bad_knobs(kw, err, msg, rng):
     circ = hardware_efficient(2, 1)

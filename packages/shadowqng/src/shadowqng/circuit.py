@@ -128,14 +128,16 @@ def _single_word(op):
     return float(np.real(c)), word
 
 
-def _is_clifford(op) -> bool:
+def _clifford(op):
+    """``(matrix, conjugation table)`` of a parameterless Clifford gate on at most 3 wires, else ``None``."""
     if len(op.wires) > 3:
-        return False
+        return None
     try:
         mat = np.asarray(qml.matrix(op, wire_order=op.wires))
     except Exception:  # noqa: BLE001 - no matrix: not readable as a Clifford
-        return False
-    return _cached_table(op.name, mat, len(op.wires)) is not None
+        return None
+    table = _cached_table(op.name, mat, len(op.wires))
+    return None if table is None else (mat, table)
 
 
 def supported(op) -> bool:
@@ -149,7 +151,7 @@ def supported(op) -> bool:
     if isinstance(op, qml.operation.StatePrepBase) or op.name in _DROPPED:
         return True
     if op.num_params == 0:
-        return _is_clifford(op)
+        return _clifford(op) is not None
     if op.num_params == 1 and qml.math.ndim(op.data[0]) == 0:
         return _single_word(op) is not None
     return False
@@ -240,14 +242,11 @@ def circuit_from_tape(tape, wires=None, *, depends=None) -> Circuit:
     for op in body.operations:
         qw = tuple(index[w] for w in op.wires)
         if op.num_params == 0:
-            table = None
-            if _is_clifford(op):
-                mat = np.asarray(qml.matrix(op, wire_order=op.wires))
-                table = _cached_table(op.name, mat, len(op.wires))
-            if table is None:
+            cliff = _clifford(op)
+            if cliff is None:
                 raise ValueError(f"operation {op.name} on wires {list(op.wires)} is neither a Pauli rotation "
                                  "nor a Clifford gate, and PennyLane does not decompose it into them")
-            circ.gates.append(Gate("clifford", qw, matrix=mat, table=table))
+            circ.gates.append(Gate("clifford", qw, matrix=cliff[0], table=cliff[1]))
             continue
         sw = _single_word(op) if op.num_params == 1 else None
         if sw is None:

@@ -35,6 +35,7 @@ import pennylane as qml
 import scipy.linalg
 import scipy.sparse
 
+from paperworks import check_float, check_int
 from shadowqng.circuit import BASIS_ROTATIONS, Circuit, circuit_from_tape, expand_tape, rotate_each
 from shadowqng.ledger import ShotLedger
 from shadowqng.pauli import PauliTerms, anticommutes, codes, from_codes, product_phase, string_keys
@@ -49,30 +50,17 @@ def _check_k(k) -> int:
 
 
 def _check_shots(shots, name: str = "shots"):
-    if shots is None:
-        return None
-    if isinstance(shots, bool) or not isinstance(shots, (int, np.integer)):
-        raise TypeError(f"{name} must be None or an int, got {type(shots).__name__}")
-    if shots < 2:
-        raise ValueError(f"{name} must be >= 2 (the estimate needs two groups of snapshots; None for exact "
-                         f"expectations), got {shots}")
-    return int(shots)
+    """``None`` (exact expectations) or an int >= 2: the estimate needs two groups of snapshots."""
+    return check_int(shots, name, minimum=2, optional=True)
 
 
 def _check_groups(groups) -> int:
-    if isinstance(groups, bool) or not isinstance(groups, (int, np.integer)):
-        raise TypeError(f"groups must be an int (median-of-means blocks), got {type(groups).__name__}")
-    if groups < 2:
-        raise ValueError(f"groups must be >= 2, got {groups}")
-    return int(groups)
+    return check_int(groups, "groups", minimum=2)
 
 
 def _check_lam(lam) -> float:
-    if isinstance(lam, bool) or not isinstance(lam, (int, float, np.integer, np.floating)):
-        raise TypeError(f"lam must be a positive float, got {type(lam).__name__}")
-    if not np.isfinite(lam) or lam <= 0:
-        raise ValueError(f"lam must be finite and > 0 (it regularises a PSD-projected metric), got {lam}")
-    return float(lam)
+    """``lam`` > 0, finite: it regularises a PSD-projected metric, so 0 would divide by its null space."""
+    return check_float(lam, "lam", minimum=0.0, open_minimum=True)
 
 
 # 1. Heisenberg propagation with truncation ---------------------------------------------------------
@@ -484,7 +472,7 @@ def surrogate_qfim(qnode, *args, k: int = 2, shots: int | None = None, mask: boo
         f = _pennylane_shapes(f, args, argnums)
     if log:
         active_args = np.any(np.abs(jac[plan.active]) > 0, axis=0)
-        return f, {"active": active_args, "active_tape": plan.active, "mask": plan.mask,
+        return f, {"tape": tape, "active": active_args, "active_tape": plan.active, "mask": plan.mask,
                    "n_strings": plan.n_strings, "n_entries": len(plan.pairs)}
     return f
 
@@ -522,10 +510,7 @@ class ShadowQNGOptimizer(qml.GradientDescentOptimizer):
     def __init__(self, stepsize: float = 0.01, k: int = 2, shots: int | None = 1000, lam: float = 0.01,
                  mask: bool = True, groups: int = 10, median: bool = True, seed=None,
                  ledger: ShotLedger | None = None, grad_shots: int | None = None):
-        if isinstance(stepsize, bool) or not isinstance(stepsize, (int, float, np.integer, np.floating)) \
-                or not np.isfinite(stepsize) or stepsize <= 0:
-            raise ValueError(f"stepsize must be a finite positive float, got {stepsize!r}")
-        super().__init__(stepsize)
+        super().__init__(check_float(stepsize, "stepsize", minimum=0.0, open_minimum=True))
         self.k = _check_k(k)
         self.shots = _check_shots(shots)
         self.grad_shots = _check_shots(grad_shots, "grad_shots")
@@ -545,14 +530,13 @@ class ShadowQNGOptimizer(qml.GradientDescentOptimizer):
         self.metric_tensor, self.active = f / 4.0, info["active"]
         with qml.Tracker(qnode.device) as tracker:
             g, forward = self.compute_grad(qnode, args, kwargs, grad_fn=grad_fn)
-        self._charge_gradient(qnode, args, kwargs, tracker)
+        self._charge_gradient(info["tape"], tracker)
         new_args = self.apply_grad(g, args)
         if forward is None:
             forward = qnode(*args, **kwargs)
         return (new_args[0] if len(new_args) == 1 else new_args), forward
 
-    def _charge_gradient(self, qnode, args, kwargs, tracker):
-        tape = qml.workflow.construct_tape(qnode)(*args, **kwargs)
+    def _charge_gradient(self, tape, tracker):
         if tape.shots:
             if self.grad_shots is not None:
                 raise ValueError("grad_shots applies to analytic devices; this device has shots, which are counted")
