@@ -18,24 +18,29 @@ from entropyshap.entropy import gaussian_columns
 from entropyshap.shapley import coalition_matrix
 
 
-def interventional_shap(f, background, X) -> np.ndarray:
-    """Exact interventional SHAP of ``f`` (``(n, p)`` or ``(n, p, k)``): ``v(S) = mean_b f(x_S, b_{−S})``.
-
-    The quantity ``shap.explainers.Exact`` computes with an independent masker on the same background,
-    without shap's numba compilation (seconds per process); equal to it to float precision (tested).
-    """
+def _removal_shapley(background, X, table_of) -> np.ndarray:
+    """Shapley values per row ``x`` of ``X`` of the game whose ``2^p`` values ``table_of(Z)`` computes from
+    ``Z`` ``(2^p, K, p)``: ``x`` on each coalition's features, the ``K`` background rows elsewhere."""
     from entropyshap.shapley import shapley_from_table
 
     B = np.asarray(background, dtype=float)
     X = np.atleast_2d(np.asarray(X, dtype=float))
     p = B.shape[1]
     C = coalition_matrix(np.arange(2 ** p), p)
-    out = []
-    for x in X:
-        Z = np.where(C[:, None, :], x, B[None]).reshape(-1, p)
-        v = np.asarray(f(Z), dtype=float)
-        out.append(shapley_from_table(v.reshape(2 ** p, len(B), *v.shape[1:]).mean(1), p))
-    return np.stack(out)
+    return np.stack([shapley_from_table(table_of(np.where(C[:, None, :], x, B[None])), p) for x in X])
+
+
+def interventional_shap(f, background, X) -> np.ndarray:
+    """Exact interventional SHAP of ``f`` (``(n, p)`` or ``(n, p, k)``): ``v(S) = mean_b f(x_S, b_{−S})``.
+
+    The quantity ``shap.explainers.Exact`` computes with an independent masker on the same background,
+    without shap's numba compilation (seconds per process); equal to it to float precision (tested).
+    """
+    def table_of(Z):
+        v = np.asarray(f(Z.reshape(-1, Z.shape[-1])), dtype=float)
+        return v.reshape(*Z.shape[:2], *v.shape[1:]).mean(1)
+
+    return _removal_shapley(background, X, table_of)
 
 
 def _shap_exact(f, background, X, engine: str) -> np.ndarray:
@@ -68,20 +73,13 @@ def averaged_entropy_shapley(predict, background, X, *, mode: str = "entropy") -
     """
     if mode not in ("entropy", "params"):
         raise ValueError(f"mode must be 'entropy' or 'params', got {mode!r}")
-    from entropyshap.shapley import shapley_from_table
 
-    B = np.asarray(background, dtype=float)
-    X = np.atleast_2d(np.asarray(X, dtype=float))
-    p = B.shape[1]
-    C = coalition_matrix(np.arange(2 ** p), p)
-    out = []
-    for x in X:
-        Z = np.where(C[:, None, :], x, B[None])  # (2^p, K, p)
-        _, cov = predict(Z.reshape(-1, p))
-        cov = cov.reshape(2 ** p, len(B), *cov.shape[1:])
-        cols = gaussian_columns(cov).mean(1) if mode == "entropy" else gaussian_columns(cov.mean(1))
-        out.append(shapley_from_table(cols, p))
-    return np.stack(out)
+    def table_of(Z):
+        _, cov = predict(Z.reshape(-1, Z.shape[-1]))
+        cov = cov.reshape(*Z.shape[:2], *cov.shape[1:])
+        return gaussian_columns(cov).mean(1) if mode == "entropy" else gaussian_columns(cov.mean(1))
+
+    return _removal_shapley(background, X, table_of)
 
 
 def shapiq_exact(value_fn, p: int) -> np.ndarray:
