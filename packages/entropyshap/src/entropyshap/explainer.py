@@ -38,7 +38,7 @@ import warnings
 import numpy as np
 
 from entropyshap.entropy import gaussian_columns, knn_columns, mixture_columns
-from entropyshap.models import LinearGaussianModel, SamplerModel, ngboost_predictor
+from entropyshap.models import LinearGaussianModel, SamplerModel, _matrix, ngboost_predictor
 from entropyshap.shapley import coalition_matrix, permutation_shapley, shapley_from_table
 from paperworks.utils import check_int
 
@@ -59,13 +59,8 @@ def _choice(value, name, options):
 
 
 def _clean_background(background) -> tuple[np.ndarray, int]:
-    if isinstance(background, (str, bytes)):
-        raise TypeError(f"background must be an array of numbers, got {type(background).__name__}")
-    b = np.asarray(background)
-    if b.dtype.kind not in "fiu":
-        raise TypeError(f"background must be numeric, got dtype {b.dtype}")
-    b = b.astype(float)
-    if b.ndim != 2 or b.shape[0] == 0 or b.shape[1] == 0:
+    b = _matrix(background, "background", finite=False)  # NaN rows are skipped and counted below
+    if b.shape[0] == 0 or b.shape[1] == 0:
         raise ValueError(f"background must be a non-empty 2-D array (n_rows, p), got shape {b.shape}")
     ok = np.all(np.isfinite(b), axis=1)
     skipped = int(np.sum(~ok))

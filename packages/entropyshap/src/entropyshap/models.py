@@ -25,7 +25,7 @@ from paperworks.utils import check_float, check_int
 log = logging.getLogger(__name__)
 
 
-def _matrix(a, name: str, ndim: int = 2) -> np.ndarray:
+def _matrix(a, name: str, ndim: int = 2, *, finite: bool = True) -> np.ndarray:
     if isinstance(a, (str, bytes)):
         raise TypeError(f"{name} must be an array of numbers, got {type(a).__name__}")
     a = np.asarray(a)
@@ -34,7 +34,7 @@ def _matrix(a, name: str, ndim: int = 2) -> np.ndarray:
     a = a.astype(float)
     if a.ndim != ndim:
         raise ValueError(f"{name} must have {ndim} dimensions, got shape {a.shape}")
-    if not np.all(np.isfinite(a)):
+    if finite and not np.all(np.isfinite(a)):
         raise ValueError(f"{name} must be finite (found NaN or inf)")
     return a
 
