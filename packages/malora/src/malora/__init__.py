@@ -1,7 +1,6 @@
 """malora — MaLoRA: margin-based, training-free LoRA merging with optimal mixing coefficients."""
 
-from malora.baselines import sample_median
-from malora.method import sample_mean
+from malora.margins import normalized_margins
 
-__all__ = ["sample_mean", "sample_median"]
+__all__ = ["normalized_margins"]
 __version__ = "0.1.0"
