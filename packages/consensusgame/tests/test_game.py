@@ -142,3 +142,44 @@ def test_invalid_actions_refused_eagerly_and_flagged_under_jit(env10):
     assert flagged.tolist() == [i in (3, 7) for i in range(10)]
     r = np.asarray(rew)
     assert np.all(np.isnan(r[flagged])) and np.all(np.isfinite(r[~flagged]))
+
+
+def test_graph_as_traced_params_matches_own_graph(ba10):
+    """Another graph passed as parameters (padded to a larger capacity) plays exactly like a game
+    built on that graph, under one jitted step that never sees either graph as a constant."""
+    other = graphs.barabasi_albert(10, 2, seed=5)                    # fewer edges: padded
+    big = ConsensusGame(ba10, conformity=0.5, edge_capacity=ba10.senders.shape[0] + 6)
+    own = ConsensusGame(other, conformity=0.5)
+    p = big.make_params(graph=other)
+    assert p.senders.shape == (big.edge_capacity,) and int(p.receivers.max()) == 10   # padding: receiver N
+
+    @jax.jit
+    def play(params, key):
+        obs, s = big.reset(key, params)
+        obs2, s2, r, _, info = big.step(jax.random.fold_in(key, 1), s, s.signals, params)
+        return obs, obs2, r, info["degree"]
+
+    for seed in range(3):
+        key = jax.random.key(seed)
+        obs, s = own.reset(key)
+        obs2, _, r, _, info = own.step(jax.random.fold_in(key, 1), s, s.signals)
+        for a, b in zip(play(p, key), (obs, obs2, r, info["degree"])):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=0, atol=1e-6)
+    # the same compiled step with the game's own graph gives the other answers
+    assert not np.allclose(np.asarray(play(big.default_params, jax.random.key(0))[3]), np.asarray(info["degree"]))
+    assert play._cache_size() == 1
+
+
+def test_make_params_refuses_other_structures(ba10):
+    env = ConsensusGame(ba10)
+    with pytest.raises(ValueError, match="10 nodes"):
+        env.make_params(graph=graphs.barabasi_albert(12, 3, seed=0))
+    with pytest.raises(ValueError, match="edge_capacity"):
+        env.make_params(graph=graphs.barabasi_albert(10, 5, seed=0))
+    with pytest.raises(ValueError, match="kind"):
+        env.make_params(graph=graphs.dynamic_groups(10, 5))
+    with pytest.raises(ValueError, match="edge_capacity"):
+        ConsensusGame(ba10, edge_capacity=4)
+    with pytest.raises(ValueError, match="conformity"):
+        env.make_params(conformity=2.0)
+    assert ConsensusGame(ba10, conformity=0.1).structure == ConsensusGame(graphs.barabasi_albert(10, 3, seed=9)).structure

@@ -52,3 +52,22 @@ def test_groups_degree_and_features():
     assert f.shape == (34, 4) and np.allclose(f.mean(0), 0, atol=1e-9)
     with pytest.raises(ValueError, match="static"):
         graphs.topology_features(g)
+
+
+def test_load_engagement(tmp_path):
+    from consensusgame.attention import engagement_accuracy
+    from consensusgame.graphs import load_engagement
+
+    f = tmp_path / "eng.csv"
+    f.write_text("node,engagement\n# a comment\n2, 30\n0,10\n1 , 20.5\n3,10\n")
+    values, skipped = load_engagement(f, 4)
+    assert skipped == 1 and values.tolist() == [10.0, 20.5, 30.0, 10.0]
+    q = engagement_accuracy(values)
+    assert q.tolist() == pytest.approx([0.5 + 0.4 * 0.5 / 3, 0.5 + 0.4 * 2 / 3, 0.9, 0.5 + 0.4 * 0.5 / 3])
+    for text, match in [("0 1\n1 2\n", "2 of 3 nodes|1 of 3 nodes"), ("0 1\n0 2\n1 1\n2 1\n", "twice"),
+                        ("0 1\n1 1\n2 1\n3 1\n", "outside"), ("0 nan\n1 1\n2 1\n", "non-finite")]:
+        f.write_text(text)
+        with pytest.raises(ValueError, match=match):
+            load_engagement(f, 3)
+    with pytest.raises(ValueError, match="engagement"):
+        engagement_accuracy([1.0])

@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from consensusgame import EnvParams, evaluate, load_params, make_baseline, save_params
+from consensusgame import ConsensusGame, EnvParams, evaluate, graphs, load_params, make_baseline, save_params
 from consensusgame.ippo import (
     PPOConfig,
     action_probs,
@@ -207,3 +207,23 @@ def test_declaration_deviation(trained_grid, env10):
     assert 0.0 <= d["fit_in"] <= d["deviation"] <= 1.0 and d["deviation"] > 0.0
     with pytest.raises(ValueError, match="episodes"):
         declaration_deviation(env10, hi, lo, hi, episodes=0)
+
+
+def test_new_game_of_the_same_size_does_not_recompile_training():
+    """Two games on different graphs of one size share one compiled training (the graph and the
+    conformity are traced parameters), and the shared program really trains on the second graph:
+    its curve equals a training jitted for that game alone."""
+    from consensusgame.ippo import _compiled, make_train, train_ippo
+
+    cfg = dict(num_updates=3, num_envs=2, epochs=1, minibatches=1, hidden=8)
+    ea = ConsensusGame(graphs.barabasi_albert(10, 3, seed=11), conformity=0.8)
+    eb = ConsensusGame(graphs.barabasi_albert(10, 3, seed=12), conformity=0.8)
+    _, curve_a = train_ippo(ea, key=jax.random.key(1), **cfg)
+    fn = _compiled(ea, PPOConfig(**cfg))
+    n_compiled = fn._cache_size()
+    _, curve_b = train_ippo(eb, key=jax.random.key(1), **cfg)
+    assert _compiled(eb, PPOConfig(**cfg)) is fn and fn._cache_size() == n_compiled
+    # same key and conformity: only the graph differs, and the shared program used B's
+    assert not np.allclose(curve_b, curve_a)
+    _, ref = jax.jit(make_train(eb, PPOConfig(**cfg)))(jax.random.key(1), eb.default_params, jnp.bool_(True))
+    np.testing.assert_allclose(curve_b, np.asarray(ref), rtol=1e-5, atol=1e-6)

@@ -1,4 +1,4 @@
-"""JaxMARL's MultiAgentEnv contract, checked without jaxmarl (not installed here)."""
+"""JaxMARL's MultiAgentEnv contract: checked directly, and with jaxmarl's own wrappers (a [test] dependency)."""
 
 import jax
 import jax.numpy as jnp
@@ -83,3 +83,99 @@ def test_bad_game():
     with pytest.raises(TypeError, match="ConsensusGame"):
         MultiAgentConsensusGame("game")
     assert isinstance(MultiAgentConsensusGame(ConsensusGame(np.array([[0, 1], [1, 2]]))).game, ConsensusGame)
+
+
+@pytest.fixture(scope="module")
+def jm(env10):
+    from consensusgame import jaxmarl_env
+
+    return jaxmarl_env(env10)
+
+
+def test_jaxmarl_env_is_a_jaxmarl_multiagentenv(jm):
+    from jaxmarl.environments import spaces
+    from jaxmarl.environments.multi_agent_env import MultiAgentEnv
+
+    assert isinstance(jm, MultiAgentEnv) and isinstance(jm, MultiAgentConsensusGame)
+    assert all(isinstance(jm.action_space(a), spaces.Discrete) for a in jm.agents)
+    assert all(isinstance(jm.observation_space(a), spaces.Box) for a in jm.agents)
+
+
+def test_jaxmarl_log_wrapper_counts_episode_returns(jm, env10):
+    """JaxMARL's LogWrapper over 3 vmapped games for two episodes of honest play: the returns it
+    reports when an episode ends equal the rewards summed by hand."""
+    from jaxmarl.wrappers.baselines import LogWrapper
+
+    env = LogWrapper(jm)
+
+    def run(key):
+        obs, state = env.reset(key)
+
+        def body(state, k):
+            acts = {a: state.env_state.signals[i] for i, a in enumerate(jm.agents)}
+            obs, state, rew, dones, info = env.step(k, state, acts)
+            return state, (jnp.stack([rew[a] for a in jm.agents]), info["returned_episode_returns"],
+                           info["returned_episode"])
+
+        return jax.lax.scan(body, state, jax.random.split(key, 2 * env10.rounds))[1]
+
+    rew, ret, ended = jax.jit(jax.vmap(run))(jax.random.split(jax.random.key(6), 3))
+    r = env10.rounds
+    np.testing.assert_allclose(np.asarray(ret[:, r - 1]), np.asarray(rew[:, :r].sum(1)), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(ret[:, 2 * r - 1]), np.asarray(rew[:, r:].sum(1)), rtol=1e-6)
+    assert np.asarray(ended)[:, :, 0].sum(1).tolist() == [2, 2, 2]
+
+
+def test_jaxmarl_ct_rollout_manager(jm, env10):
+    """JaxMARL's CTRolloutManager (its Q-learning baselines' batcher): agent-id features, the global
+    state and the global reward on the game."""
+    from jaxmarl.wrappers.baselines import CTRolloutManager
+
+    mgr = CTRolloutManager(jm, batch_size=4)
+    obs, state = mgr.batch_reset(jax.random.key(7))
+    assert obs["agent_0"].shape == (4, env10.obs_dim + 10) and obs["__all__"].shape == (4, 10 * env10.obs_dim)
+    acts = {a: mgr.batch_sample(jax.random.fold_in(jax.random.key(8), i), a) for i, a in enumerate(jm.agents)}
+    assert all(set(np.unique(np.asarray(v))) <= {0, 1} for v in acts.values())
+    obs, state, rew, dones, _ = mgr.batch_step(jax.random.key(9), state, acts)
+    np.testing.assert_allclose(np.asarray(rew["__all__"]), np.asarray(sum(rew[a] for a in jm.agents)), rtol=1e-6)
+    assert dones["__all__"].shape == (4,)
+
+
+def test_trained_ippo_policy_in_jaxmarl_ippo_rollout(jm, env10, trained_op):
+    """The rollout of JaxMARL's IPPO baseline (LogWrapper, batchify the agents' observations into one
+    (envs·agents, obs) batch, sample, unbatchify, auto-reset) with the policy trained here: its
+    logged episode returns agree with this package's own evaluation of the same policy."""
+    from consensusgame import evaluate
+    from consensusgame.ippo import ActorCritic
+    from jaxmarl.wrappers.baselines import LogWrapper
+
+    net_params, _ = trained_op
+    net = ActorCritic(env10.n_options, 16)
+    env, n_envs, agents = LogWrapper(jm), 16, jm.agents
+
+    def batchify(x):
+        return jnp.stack([x[a] for a in agents]).reshape((len(agents) * n_envs, -1))
+
+    def unbatchify(x):
+        x = x.reshape((len(agents), n_envs))
+        return {a: x[i] for i, a in enumerate(agents)}
+
+    def env_step(carry, key):
+        obs, state = carry
+        k_act, k_env = jax.random.split(key)
+        logits, _ = net.apply(net_params, batchify(obs))
+        action = jax.random.categorical(k_act, logits)
+        obs, state, _, _, info = jax.vmap(env.step)(jax.random.split(k_env, n_envs), state, unbatchify(action))
+        return (obs, state), (info["returned_episode_returns"], info["returned_episode"])
+
+    @jax.jit
+    def run(key):
+        obs, state = jax.vmap(env.reset)(jax.random.split(key, n_envs))
+        return jax.lax.scan(env_step, (obs, state), jax.random.split(key, 4 * env10.rounds))[1]
+
+    ret, ended = (np.asarray(x) for x in run(jax.random.key(10)))
+    episodes = ret[ended]                                              # per-agent returns of finished episodes
+    assert episodes.size == 4 * n_envs * 10
+    own = evaluate(env10, net_params, key=jax.random.key(11), episodes=64)["return"]
+    se = episodes.reshape(-1, 10).mean(1).std() / np.sqrt(4 * n_envs)
+    assert abs(episodes.mean() - own) < 4 * se + 0.02

@@ -18,13 +18,13 @@ from consensusgame.ippo import (
     save_params,
     train_ippo,
 )
-from consensusgame.marl import MultiAgentConsensusGame
+from consensusgame.marl import MultiAgentConsensusGame, jaxmarl_env
 from consensusgame.metrics import evaluate, rollout
 from consensusgame.policy import Policy
 
 __all__ = [
     "ConsensusGame", "EnvParams", "EnvState", "NeighbourAttention", "PPOConfig", "Policy", "evaluate",
-    "MultiAgentConsensusGame", "fit_importance", "graphs", "load_checkpoint", "load_params", "make_baseline", "make_policy", "mixed_policy", "relabel_params", "rollout",
+    "MultiAgentConsensusGame", "fit_importance", "graphs", "jaxmarl_env", "load_checkpoint", "load_params", "make_baseline", "make_policy", "mixed_policy", "relabel_params", "rollout",
     "save_params", "train_ippo",
 ]
 __version__ = "0.2.0"

@@ -155,6 +155,20 @@ def planted_independent(graph: Graph, *, rng: np.random.Generator, low: float = 
     return low + (high - low) * pct
 
 
+def engagement_accuracy(engagement, *, low: float = 0.5, high: float = 0.9) -> np.ndarray:
+    """Signal accuracy ``q_j`` in ``[low, high]`` from a real graph's per-node engagement: the
+    engagement's percentile (ties share their mean rank), mapped linearly. The game is then played
+    with these accuracies, and the layer (on node identities) must recover the engagement ranking
+    from the declarations alone — our stand-in for the paper's fit on real engagement data."""
+    from scipy.stats import rankdata
+
+    e = np.asarray(engagement, dtype=float)
+    if e.ndim != 1 or e.size < 2 or not np.all(np.isfinite(e)):
+        raise ValueError(f"engagement must be a finite 1-D array of >= 2 values, got shape {e.shape}")
+    pct = (rankdata(e) - 1) / (e.size - 1)
+    return low + (high - low) * pct
+
+
 def identity_features(graph: Graph) -> np.ndarray:
     """One-hot node identities ``(N, N)``: with these the layer's score is a free per-node parameter,
     learnable only from declaration statistics (use with :func:`planted_independent`)."""

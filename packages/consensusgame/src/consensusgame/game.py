@@ -41,14 +41,27 @@ import numpy as np
 from flax import struct
 
 from consensusgame.graphs import Graph
+from paperworks import check_int
 
 
 @struct.dataclass
 class EnvParams:
-    """Traceable game parameters: ``conformity`` (scalar) and ``signal_accuracy`` (scalar or ``(N,)``)."""
+    """Traceable game parameters.
+
+    ``conformity`` (scalar) and ``signal_accuracy`` (scalar or ``(N,)``); for a static graph also the
+    graph itself: ``senders``/``receivers`` (both directions of every edge, padded to the game's
+    ``edge_capacity`` with receiver ``N``, which the neighbour sums drop) and ``degree`` ``(N,)``.
+    With the graph in the parameters, a compiled training or evaluation serves every graph with the
+    same number of nodes and at most ``edge_capacity`` directed edges (:meth:`ConsensusGame.make_params`).
+    The graph fields may be left ``None``; the game then fills in its own graph
+    (:meth:`ConsensusGame.complete_params`).
+    """
 
     conformity: jax.Array
     signal_accuracy: jax.Array
+    senders: jax.Array | None = None
+    receivers: jax.Array | None = None
+    degree: jax.Array | None = None
 
 
 @struct.dataclass
@@ -93,6 +106,23 @@ def as_graph(graph) -> Graph:
                     f"got {type(graph).__name__}")
 
 
+class StructureKey:
+    """A ``jit`` static argument standing for a game: equal (and hashed) by :attr:`ConsensusGame.structure`,
+    so games of one structure share compiled code. Use it only where the graph and the conformity
+    arrive as traced :class:`EnvParams` (completed with :meth:`ConsensusGame.complete_params`)."""
+
+    __slots__ = ("game",)
+
+    def __init__(self, game: ConsensusGame):
+        self.game = game
+
+    def __hash__(self) -> int:
+        return hash(self.game.structure)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, StructureKey) and other.game.structure == self.game.structure
+
+
 class ConsensusGame:
     """A truth-finding game with conformity reward on a graph (see the module docstring).
 
@@ -103,10 +133,14 @@ class ConsensusGame:
         signal_accuracy: ``q`` in [0, 1], a scalar or an array of shape ``(N,)``.
         conformity: ``c`` in [0, 1].
         rounds: ``R >= 1`` declaration rounds per episode.
+        edge_capacity: directed edges (``2·|E|``) the graph parameters are padded to (default: this
+            graph's own). Games with the same ``N``, ``K``, ``R``, kind and capacity share compiled
+            training and evaluation (:attr:`structure`): a new graph of the same size, or a new
+            conformity, does not recompile.
     """
 
     def __init__(self, graph: Graph, n_options: int = 2, signal_accuracy=0.65, conformity: float = 0.5,
-                 rounds: int = 5):
+                 rounds: int = 5, *, edge_capacity: int | None = None):
         graph = as_graph(graph)
         for name, v in (("n_options", n_options), ("rounds", rounds)):
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
@@ -125,11 +159,72 @@ class ConsensusGame:
         self.n_options = int(n_options)
         self.rounds = int(rounds)
         self.obs_dim = 3 * self.n_options + 2
-        self.default_params = EnvParams(jnp.float32(conformity), jnp.asarray(q))
-        self._senders = jnp.asarray(graph.senders)
-        self._receivers = jnp.asarray(graph.receivers)
-        self._static_degree = jnp.asarray(graph.degree(), dtype=jnp.float32)
+        n_dir = int(graph.senders.shape[0])
+        if edge_capacity is None:
+            edge_capacity = n_dir
+        edge_capacity = check_int(edge_capacity, "edge_capacity", minimum=0)
+        if edge_capacity < n_dir:
+            raise ValueError(f"edge_capacity ({edge_capacity}) is below the graph's {n_dir} directed edges")
+        self.edge_capacity = edge_capacity
+        self._senders, self._receivers, self._static_degree = self._graph_arrays(graph)
         self._log_norm = math.log1p(graph.n_nodes)
+        self.default_params = EnvParams(jnp.float32(conformity), jnp.asarray(q), self._senders, self._receivers,
+                                        self._static_degree)
+
+    # parameters -------------------------------------------------------------------------
+
+    @property
+    def structure(self) -> tuple:
+        """What compiled code depends on: ``(N, K, R, kind, group_size, edge_capacity)``."""
+        return (self.num_agents, self.n_options, self.rounds, self.graph.kind, self.graph.group_size,
+                self.edge_capacity)
+
+    def _graph_arrays(self, graph: Graph):
+        """Padded ``senders``, ``receivers`` (pad: receiver N, dropped) and ``degree`` of a static graph."""
+        n, cap = self.num_agents, self.edge_capacity
+        pad = cap - int(graph.senders.shape[0])
+        senders = np.concatenate([np.asarray(graph.senders, np.int32), np.zeros(pad, np.int32)])
+        receivers = np.concatenate([np.asarray(graph.receivers, np.int32), np.full(pad, n, np.int32)])
+        return jnp.asarray(senders), jnp.asarray(receivers), jnp.asarray(graph.degree(), dtype=jnp.float32)
+
+    def make_params(self, *, graph=None, conformity=None, signal_accuracy=None) -> EnvParams:
+        """Game parameters for this game's compiled code with another ``graph`` (same ``N`` and kind,
+        at most ``edge_capacity`` directed edges), ``conformity`` or ``signal_accuracy``; what is not
+        given is this game's own."""
+        p = self.default_params
+        if conformity is not None:
+            _check_unit("conformity", conformity)
+            p = p.replace(conformity=jnp.float32(conformity))
+        if signal_accuracy is not None:
+            _check_unit("signal_accuracy", signal_accuracy)
+            q = np.asarray(signal_accuracy, dtype=np.float32)
+            if q.ndim not in (0, 1) or (q.ndim == 1 and q.shape[0] != self.num_agents):
+                raise ValueError(f"signal_accuracy must be a scalar or have shape ({self.num_agents},), got {q.shape}")
+            p = p.replace(signal_accuracy=jnp.asarray(q))
+        if graph is not None:
+            graph = as_graph(graph)
+            if graph.n_nodes != self.num_agents or graph.kind != self.graph.kind:
+                raise ValueError(f"graph must have {self.num_agents} nodes and kind {self.graph.kind!r} like this "
+                                 f"game's, got {graph.n_nodes} nodes of kind {graph.kind!r}")
+            if graph.kind == "groups":
+                if graph.group_size != self.graph.group_size:
+                    raise ValueError(f"group_size must be {self.graph.group_size}, got {graph.group_size}")
+            elif graph.senders.shape[0] > self.edge_capacity:
+                raise ValueError(f"the graph has {graph.senders.shape[0]} directed edges, more than this game's "
+                                 f"edge_capacity {self.edge_capacity}; make the game with a larger edge_capacity")
+            s, r, d = self._graph_arrays(graph)
+            p = p.replace(senders=s, receivers=r, degree=d)
+        return p
+
+    def complete_params(self, params: EnvParams | None) -> EnvParams:
+        """``params`` with the graph fields this game's own where they are ``None`` (``None``: the defaults)."""
+        if params is None:
+            return self.default_params
+        if params.senders is None or params.receivers is None or params.degree is None:
+            params = params.replace(senders=self._senders if params.senders is None else params.senders,
+                                    receivers=self._receivers if params.receivers is None else params.receivers,
+                                    degree=self._static_degree if params.degree is None else params.degree)
+        return params
 
     # neighbourhoods -------------------------------------------------------------------
 
@@ -140,23 +235,27 @@ class ConsensusGame:
         slot_group = jnp.arange(n, dtype=jnp.int32) // self.graph.group_size
         return jnp.zeros(n, dtype=jnp.int32).at[jax.random.permutation(key, n)].set(slot_group)
 
-    def neighbour_sum(self, x: jax.Array, groups: jax.Array) -> jax.Array:
-        """``Σ_{j ∈ N(i)} x_j`` for every agent, ``x`` of shape ``(N, ...)``; O(edges)."""
+    def neighbour_sum(self, x: jax.Array, groups: jax.Array, params: EnvParams | None = None) -> jax.Array:
+        """``Σ_{j ∈ N(i)} x_j`` for every agent, ``x`` of shape ``(N, ...)``; O(edges). The edges are
+        ``params``' when it carries a graph, else this game's."""
         if self.graph.kind == "groups":
             tot = jax.ops.segment_sum(x, groups, num_segments=self.graph.n_groups)
             return tot[groups] - x
-        return jax.ops.segment_sum(x[self._senders], self._receivers, num_segments=self.num_agents)
+        senders = self._senders if params is None or params.senders is None else params.senders
+        receivers = self._receivers if params is None or params.receivers is None else params.receivers
+        # padded edges have receiver N: segment_sum drops ids outside [0, N)
+        return jax.ops.segment_sum(x[senders], receivers, num_segments=self.num_agents)
 
-    def degree(self, groups: jax.Array) -> jax.Array:
+    def degree(self, groups: jax.Array, params: EnvParams | None = None) -> jax.Array:
         if self.graph.kind == "groups":
             return self.neighbour_sum(jnp.ones(self.num_agents, jnp.float32), groups)
-        return self._static_degree
+        return self._static_degree if params is None or params.degree is None else params.degree
 
     # API ------------------------------------------------------------------------------
 
-    def _obs(self, state: EnvState) -> jax.Array:
+    def _obs(self, state: EnvState, params: EnvParams | None = None) -> jax.Array:
         k = self.n_options
-        deg = self.degree(state.groups)
+        deg = self.degree(state.groups, params)
         own = jax.nn.one_hot(state.signals, k)
         last = jax.nn.one_hot(state.last_decl, k)  # −1 gives zeros
         hist = state.counts / jnp.maximum(state.counts.sum(-1, keepdims=True), 1.0)
@@ -175,7 +274,7 @@ class ConsensusGame:
         signals = jnp.where(correct, truth, wrong).astype(jnp.int32)
         state = EnvState(truth.astype(jnp.int32), signals, jnp.full((n,), -1, jnp.int32), self._draw_groups(kg),
                          jnp.zeros((n, k), jnp.float32), jnp.int32(0))
-        return self._obs(state), state
+        return self._obs(state, params), state
 
     def step(self, key, state: EnvState, actions, params: EnvParams | None = None):
         """Everyone declares ``actions`` (N,) ints in [0, K).
@@ -197,7 +296,7 @@ class ConsensusGame:
         actions = jnp.asarray(actions, dtype=jnp.int32)
         invalid = (actions < 0) | (actions >= k)                     # traced: flagged, and the reward is NaN
         onehot = jax.nn.one_hot(actions, k)
-        counts = self.neighbour_sum(onehot, state.groups)
+        counts = self.neighbour_sum(onehot, state.groups, params)
         deg = counts.sum(-1)
         agree = jnp.where(deg > 0, jnp.take_along_axis(counts, actions[:, None], 1)[:, 0] / jnp.maximum(deg, 1.0), 0.0)
         correct = (actions == state.truth).astype(jnp.float32)
@@ -210,4 +309,4 @@ class ConsensusGame:
         done = new_round >= self.rounds
         dones = jnp.full((self.num_agents,), done)
         info = {"correct": correct, "agreement": agree, "degree": deg, "all_done": done, "invalid_action": invalid}
-        return self._obs(nxt), nxt, rewards, dones, info
+        return self._obs(nxt, params), nxt, rewards, dones, info

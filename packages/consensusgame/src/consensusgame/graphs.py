@@ -133,6 +133,42 @@ def load_edge_list(path, n_nodes: int | None = None, *, comments: str = "#") -> 
     return from_edge_list(np.array(rows, dtype=np.int64).reshape(-1, 2), n_nodes, name=Path(path).stem), skipped
 
 
+def load_engagement(path, n_nodes: int, *, comments: str = "#") -> tuple[np.ndarray, int]:
+    """Read a per-node engagement file for a real graph: ``node value`` rows (whitespace or comma
+    separated; node ids as in the edge list, ``0 … n_nodes−1``), e.g. followers or reposts per account.
+
+    Rows that are not an integer id and a number (a header, say) are skipped and counted. Every node
+    must appear exactly once with a finite value. Returns ``(engagement (N,), n_skipped)``.
+    """
+    n_nodes = _check_int("n_nodes", n_nodes, 1)
+    values = np.full(n_nodes, np.nan)
+    skipped = 0
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        line = line.split(comments, 1)[0].strip()
+        if not line:
+            continue
+        parts = line.replace(",", " ").split()
+        try:
+            if len(parts) < 2:
+                raise ValueError
+            node, value = int(parts[0]), float(parts[1])
+        except ValueError:
+            skipped += 1
+            continue
+        if not 0 <= node < n_nodes:
+            raise ValueError(f"{path}: node id {node} outside [0, {n_nodes})")
+        if not np.isnan(values[node]):
+            raise ValueError(f"{path}: node {node} appears twice")
+        if not np.isfinite(value):
+            raise ValueError(f"{path}: node {node} has a non-finite engagement {parts[1]!r}")
+        values[node] = value
+    missing = np.flatnonzero(np.isnan(values))
+    if missing.size:
+        raise ValueError(f"{path}: {missing.size} of {n_nodes} nodes have no engagement value "
+                         f"(first: {missing[:5].tolist()})")
+    return values, skipped
+
+
 def barabasi_albert(n_nodes: int, m: int = 3, *, seed: int = 0) -> Graph:
     """The "social media" graph: Barabási–Albert preferential attachment (networkx)."""
     n_nodes = _check_int("n_nodes", n_nodes, 2)

@@ -223,14 +223,28 @@ def make_train(env: ConsensusGame, config: PPOConfig = PPOConfig(), *, with_stat
     return train
 
 
-@lru_cache(maxsize=32)
+_COMPILED: dict = {}
+
+
+def _compiled(env: ConsensusGame, config: PPOConfig, with_state: bool = False):
+    """One jitted training per ``(env.structure, config)``: every game of the same structure shares it,
+    since the graph and the conformity arrive as traced :class:`EnvParams` (complete them with
+    ``env.complete_params``). A new graph of the same size or a new conformity does not recompile."""
+    key = (env.structure, config, with_state)
+    fn = _COMPILED.get(key)
+    if fn is None:
+        if len(_COMPILED) >= 32:
+            _COMPILED.pop(next(iter(_COMPILED)))
+        fn = _COMPILED[key] = jax.jit(make_train(env, config, with_state=with_state))
+    return fn
+
+
 def _jitted_train(env: ConsensusGame, config: PPOConfig):
-    return jax.jit(make_train(env, config))
+    return _compiled(env, config)
 
 
-@lru_cache(maxsize=32)
 def _jitted_chunk(env: ConsensusGame, config: PPOConfig):
-    return jax.jit(make_train(env, config, with_state=True))
+    return _compiled(env, config, with_state=True)
 
 
 def _check_finite(tree, what: str) -> None:
@@ -249,7 +263,10 @@ def train_ippo(env: ConsensusGame, *, key=None, other_play: bool = True, params:
         env: the game.
         key: a JAX PRNG key (default ``jax.random.key(0)``).
         other_play: per-agent label permutations during training (default) or self-play.
-        params: game parameters (default ``env.default_params``).
+        params: game parameters (default ``env.default_params``; graph fields left ``None`` are the
+            game's own). Training compiles once per :attr:`ConsensusGame.structure` and PPO
+            configuration: another graph of the same size (``env.make_params(graph=...)``) or
+            conformity reuses the compiled code.
         init_params: start from these network parameters (fine-tune; fresh optimiser state).
         checkpoint: a file; with ``checkpoint_every`` the network *and optimiser* state, the update
             count and the curve are written there every ``checkpoint_every`` updates.
@@ -264,7 +281,7 @@ def train_ippo(env: ConsensusGame, *, key=None, other_play: bool = True, params:
         raise TypeError(f"env must be a ConsensusGame, got {type(env).__name__}")
     config = PPOConfig(**ppo)
     key = jax.random.key(0) if key is None else key
-    params = env.default_params if params is None else params
+    params = env.complete_params(params)           # the graph travels as traced parameters
     if checkpoint_every is None and not resume:
         if checkpoint is not None:
             raise ValueError("checkpoint needs checkpoint_every (or resume=True)")

@@ -7,8 +7,11 @@ interface JaxMARL's wrappers and baselines (IPPO, MAPPO) use: ``num_agents``, ``
 rewards and dones with ``dones["__all__"]``, ``step_env`` (no reset) and ``step`` that resets
 automatically when the episode ends (``reset_state`` as in JaxMARL), ``get_obs`` and
 ``get_avail_actions``. The spaces are small local copies of JaxMARL's ``Discrete`` and ``Box``
-(``sample``, ``contains``, ``n``/``shape``/``dtype``). ``jaxmarl`` itself is not installed here
-(its dependencies are not pinned in this monorepo); the contract is tested directly.
+(``sample``, ``contains``, ``n``/``shape``/``dtype``), so this module does not import ``jaxmarl``.
+
+:func:`jaxmarl_env` gives the same game as an instance of ``jaxmarl``'s own ``MultiAgentEnv`` with
+``jaxmarl``'s spaces (``pip install paperworks-consensusgame[marl]``), which JaxMARL's wrappers
+(``LogWrapper``, ``CTRolloutManager``) and baselines check for; the tests run them on it.
 
 Example:
     >>> env = MultiAgentConsensusGame(ConsensusGame(barabasi_albert(20)))
@@ -67,7 +70,7 @@ class MultiAgentConsensusGame:
         if not isinstance(game, ConsensusGame):
             raise TypeError(f"game must be a ConsensusGame, got {type(game).__name__}")
         self.game = game
-        self.params = game.default_params if params is None else params
+        self.params = game.complete_params(params)
         self.num_agents = game.num_agents
         self.agents = [f"agent_{i}" for i in range(self.num_agents)]
         obs_space = Box(0.0, 1.0, (game.obs_dim,))
@@ -93,7 +96,7 @@ class MultiAgentConsensusGame:
         return {a: x[i] for i, a in enumerate(self.agents)}
 
     def get_obs(self, state) -> dict:
-        return self._split(self.game._obs(state))
+        return self._split(self.game._obs(state, self.params))
 
     def get_avail_actions(self, state) -> dict:
         return {a: jnp.ones(self.game.n_options, jnp.bool_) for a in self.agents}
@@ -122,3 +125,31 @@ class MultiAgentConsensusGame:
         state = jax.tree.map(lambda x, y: jax.lax.select(dones["__all__"], x, y), re, st)
         obs = jax.tree.map(lambda x, y: jax.lax.select(dones["__all__"], x, y), obs_re, obs_st)
         return obs, state, rewards, dones, infos
+
+
+_JAXMARL_CLASS = None
+
+
+def jaxmarl_env(game: ConsensusGame, params: EnvParams | None = None):
+    """The game as a ``jaxmarl.environments.MultiAgentEnv`` (a subclass of it and of
+    :class:`MultiAgentConsensusGame`) with ``jaxmarl``'s ``Discrete``/``Box`` spaces, for JaxMARL's
+    wrappers and baselines. Needs ``jaxmarl`` (the ``[marl]`` extra)."""
+    global _JAXMARL_CLASS
+    try:
+        from jaxmarl.environments import spaces
+        from jaxmarl.environments.multi_agent_env import MultiAgentEnv
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise ImportError("jaxmarl_env needs jaxmarl: pip install 'paperworks-consensusgame[marl]'") from e
+    if _JAXMARL_CLASS is None:
+        class JaxMARLConsensusGame(MultiAgentConsensusGame, MultiAgentEnv):
+            """:class:`MultiAgentConsensusGame` registered as a JaxMARL ``MultiAgentEnv``."""
+
+            def __init__(self, game, params=None):
+                MultiAgentConsensusGame.__init__(self, game, params)
+                obs_space = spaces.Box(0.0, 1.0, (game.obs_dim,))
+                act_space = spaces.Discrete(game.n_options)
+                self.observation_spaces = {a: obs_space for a in self.agents}
+                self.action_spaces = {a: act_space for a in self.agents}
+
+        _JAXMARL_CLASS = JaxMARLConsensusGame
+    return _JAXMARL_CLASS(game, params)

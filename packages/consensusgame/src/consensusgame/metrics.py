@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from consensusgame.game import ConsensusGame, EnvParams
+from consensusgame.game import ConsensusGame, EnvParams, StructureKey
 from consensusgame.policy import Policy
 
 
@@ -72,7 +72,8 @@ def episode_metrics(traj: dict, n_options: int) -> dict:
 
 
 @partial(jax.jit, static_argnums=(0, 1, 4))
-def _batch_metrics(env, fns, args, key, episodes, params):
+def _batch_metrics(skey, fns, args, key, episodes, params):
+    env = skey.game
     policy = Policy(fns[0], fns[1], args)
 
     def one(k):
@@ -101,8 +102,8 @@ def evaluate(env: ConsensusGame, policy, *, key=None, episodes: int = 64, params
 
         policy = make_policy(policy, env)
     key = jax.random.key(0) if key is None else key
-    params = env.default_params if params is None else params
-    m = jax.device_get(_batch_metrics(env, policy.static, policy.args, key, episodes, params))
+    params = env.complete_params(params)       # the graph travels as traced parameters: one compile per structure
+    m = jax.device_get(_batch_metrics(StructureKey(env), policy.static, policy.args, key, episodes, params))
     out = {k: float(np.mean(m[k])) for k in ("accuracy", "majority_correct", "dishonesty_r1", "dishonesty",
                                               "return", "accuracy_r1")}
     out["agreement"] = float(np.sum(m["agreement_num"]) / max(np.sum(m["agreement_den"]), 1.0))
@@ -153,16 +154,18 @@ def declaration_deviation(env: ConsensusGame, params_played, params_ref, params_
         raise ValueError(f"episodes must be an int >= 1, got {episodes!r}")
     _check_finite((params_played, params_ref, params_other), "the policy parameters")
     key = jax.random.key(0) if key is None else key
-    params = env.default_params if params is None else params
+    params = env.complete_params(params)
     pol = make_policy(params_played, env)
-    out = jax.device_get(_deviation(env, pol.static, params_played, params_ref, params_other, key, int(episodes),
+    out = jax.device_get(_deviation(StructureKey(env), pol.static, params_played, params_ref, params_other, key, int(episodes),
                                     params))
     return {k: float(v) for k, v in out.items()}
 
 
 @partial(jax.jit, static_argnums=(0, 1, 6))
-def _deviation(env, fns, pa, pr, po, key, episodes, params):
+def _deviation(skey, fns, pa, pr, po, key, episodes, params):
     from consensusgame.ippo import action_probs
+
+    env = skey.game
 
     policy = Policy(fns[0], fns[1], pa)
     k = env.n_options

@@ -267,23 +267,39 @@ def _attention(cfg, seeds, rows):
     at = cfg.attention
     out = {}
     for spec in at.graphs:
-        graph = make_graph(**dict(spec))
+        spec = dict(spec)
+        engagement_path = spec.pop("engagement", None)          # a real graph's per-node engagement file
+        graph = make_graph(**spec)
         deg = graph.degree()
         uniform = attention_received(graph, 1.0 / np.maximum(deg[graph.receivers], 1))
         import networkx as nx
 
         pr = nx.pagerank(graph.to_networkx())
         pagerank = np.array([pr[i] for i in range(graph.n_nodes)], dtype=float)
-        res = {"score": [], "received": [], "uniform": [], "degree": [], "pagerank": [], "example": None}
+        res = {"score": [], "received": [], "uniform": [], "degree": [], "pagerank": [], "example": None,
+               "planted": None}
         planted = str(at.get("planted", "degree"))
         if planted not in ("degree", "topology", "independent"):
             raise ValueError(f"attention.planted must be 'degree', 'topology' or 'independent', got {planted!r}")
+        engaged = None
+        if engagement_path is not None:
+            from consensusgame.attention import engagement_accuracy
+            from consensusgame.graphs import load_engagement
+
+            values, skipped = load_engagement(engagement_path, graph.n_nodes)
+            if skipped:
+                log.info("attention: %s: %d engagement rows skipped (not 'node value')", engagement_path, skipped)
+            engaged = engagement_accuracy(values)
+            planted = "engagement"
+        res["planted"] = planted
         # independent: importance drawn apart from the graph, the layer scores node identities
         # (a free score per node), so only the declarations can reveal it
-        feats = identity_features(graph) if planted == "independent" else None
+        feats = identity_features(graph) if planted in ("independent", "engagement") else None
         for s in seeds:
             rng = np.random.default_rng(s)
-            if planted == "independent":
+            if engaged is not None:
+                q = engaged                                     # the same importance; seeds vary games and fits
+            elif planted == "independent":
                 q = planted_independent(graph, rng=rng)
             else:
                 w = rng.standard_normal(4) if planted == "topology" else None
@@ -367,6 +383,7 @@ def _run_game(cfg, out_dir):
     slope_values = [v for v in slopes if np.isfinite(v)] or float("nan")     # NaN with a single N
     att_name = next(iter(att))
     am = att[att_name]
+    planted_how = am["planted"]
     k = int(cfg.n_options)
     acc = (0.0, 1.0)
 
@@ -400,10 +417,10 @@ def _run_game(cfg, out_dir):
         Claim.threshold(
             "attention_recovers_importance",
             "A learned neighbour-attention layer recovers planted agent importance"
-            + (" from declarations alone (importance drawn independently of the graph)."
-               if str(cfg.attention.get("planted", "degree")) == "independent" else " from topology alone."),
-            f"Spearman(learned attention score, planted signal accuracy), {att_name}, planted: "
-            f"{cfg.attention.get('planted', 'degree')}",
+            + {"independent": " from declarations alone (importance drawn independently of the graph).",
+               "engagement": " from declarations alone (importance from the graph's per-node engagement file)."}.get(
+                planted_how, " from topology alone."),
+            f"Spearman(learned attention score, planted signal accuracy), {att_name}, planted: {planted_how}",
             estimate(am["score"], bounds=(-1.0, 1.0)), threshold=float(cfg.attention.threshold), better="higher",
             baselines={"rank by degree": estimate(am["degree"], bounds=(-1.0, 1.0)),
                        "rank by PageRank": estimate(am["pagerank"], bounds=(-1.0, 1.0)),
@@ -412,7 +429,7 @@ def _run_game(cfg, out_dir):
             "attention_beats_topology_heuristics",
             "The learned attention scores rank nodes by their planted importance better than the simple topology "
             "heuristics that use the same graph: ranking by degree, by PageRank, and the attention a uniform layer gives.",
-            f"Spearman(score, planted signal accuracy), {att_name}, planted: {cfg.attention.get('planted', 'degree')}",
+            f"Spearman(score, planted signal accuracy), {att_name}, planted: {planted_how}",
             am["score"], baselines={"rank by degree": am["degree"], "rank by PageRank": am["pagerank"],
                                     "uniform attention (received)": am["uniform"]},
             better="higher", paired=True, bounds=(-1.0, 1.0)),
