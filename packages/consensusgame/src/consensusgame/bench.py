@@ -106,6 +106,34 @@ def run_bench(cfg, out_dir: Path | None = None) -> dict:
                      "samples_per_update": int(b.update_envs) * rounds * int(n)})
         log.info("update N=%d: compile %.2f s, %.3f s per PPO update", n, comp, res.median("ppo_update"))
 
+    # a new game of the same size: one compiled training serves it (graph and conformity are traced
+    # parameters), against what 0.1 did for every new game object (trace and compile a fresh training)
+    from consensusgame.ippo import _compiled, train_ippo
+
+    n_re = int(b.update_n_values[0])
+    games = [ConsensusGame(barabasi_albert(n_re, int(b.m), seed=int(cfg.graph_seed) + 100 + i), n_options=k,
+                           signal_accuracy=float(cfg.signal_accuracy), conformity=c, rounds=rounds)
+             for i, c in enumerate((0.5, 0.9, 0.2))]
+    small = dict(num_envs=int(b.update_envs), num_updates=2, hidden=int(cfg.ppo.hidden), epochs=int(cfg.ppo.epochs),
+                 minibatches=int(cfg.ppo.minibatches))
+    t0 = time.perf_counter()
+    train_ippo(games[0], **small)
+    first_s = time.perf_counter() - t0
+    fn = _compiled(games[0], PPOConfig(**small))
+    n_programs = fn._cache_size()
+    t0 = time.perf_counter()
+    train_ippo(games[1], **small)
+    reuse_s = time.perf_counter() - t0
+    fresh = jax.jit(make_train(games[2], PPOConfig(**small)))
+    t0 = time.perf_counter()
+    jax.block_until_ready(fresh(jax.random.key(0), games[2].default_params, True))
+    fresh_s = time.perf_counter() - t0
+    recompiled = fn._cache_size() - n_programs
+    rows.append({"kind": "reuse", "n_nodes": n_re, "m": int(b.m), "first_game_s": first_s, "new_graph_s": reuse_s,
+                 "fresh_compile_s": fresh_s, "programs_added": recompiled})
+    log.info("new graph of N=%d: %.2f s through the shared program (first game %.2f s, a fresh compile %.2f s)",
+             n_re, reuse_s, first_s, fresh_s)
+
     # cost growth: per-round time (median over interleaved repeats) against edges, log-log slope with a t-interval
     edges = np.array([e for e, _ in env_pts], float)
     per_round = np.array([t for _, t in env_pts])
@@ -132,6 +160,13 @@ def run_bench(cfg, out_dir: Path | None = None) -> dict:
             wall, threshold=1.0, better="higher", baselines={"CPU-time speed-up": cpu},
             notes="XLA's thread pool is not pinned (JAX is imported before the glue sets threads); the CPU-time "
                   "ratio counts every thread's time"),
+        Claim.check(
+            "new_graph_reuses_compiled_training",
+            "Training on a new game with another graph of the same size and another conformity adds no compiled "
+            "program (the graph and the conformity are traced parameters).",
+            f"programs added to the shared training's cache by a second game, BA N={n_re}; "
+            f"{reuse_s:.2f} s for it vs {fresh_s:.2f} s for a freshly compiled training", float(recompiled),
+            target=0.0, tol=0.0),
     ]
 
     def plots(out_dir):
