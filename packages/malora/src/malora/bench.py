@@ -48,22 +48,22 @@ def adapters_model(T: int, *, seed: int = 0, rank: int = 4, n_calib: int = 32, s
     return pm, names, cal
 
 
-def merge_with(pm, names, cal, how: str, out: str = "merged"):
+def merge_with(pm, names, cal, how: str, out: str = "merged", max_iter: int = 10):
     """One candidate: add the merged adapter ``out`` (MaLoRA or a PEFT combination type)."""
     from malora.peft_merge import merge_peft
 
     if how == "malora":
-        merge_peft(pm, names, cal, adapter_name=out, max_iter=10)
+        merge_peft(pm, names, cal, adapter_name=out, max_iter=max_iter)
     else:
         kw = {"density": 0.5} if "ties" in how else {}
         pm.add_weighted_adapter(names, [1.0 / len(names)] * len(names), out, combination_type=how, **kw)
 
 
-def timed_candidate(pm, names, cal, how: str):
+def timed_candidate(pm, names, cal, how: str, max_iter: int = 10):
     """A zero-argument callable for :func:`paperworks.bench.compare` (deletes its adapter after)."""
 
     def call():
-        merge_with(pm, names, cal, how)
+        merge_with(pm, names, cal, how, max_iter=max_iter)
         pm.set_adapter(names[0])
         pm.delete_adapter("merged")
 

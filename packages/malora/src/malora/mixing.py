@@ -93,61 +93,82 @@ def _pairs(W0, D, data) -> tuple[np.ndarray, np.ndarray]:
 
 
 def solve_program(a: np.ndarray, B: np.ndarray, R: np.ndarray, lo: np.ndarray, hi: np.ndarray, *,
-                  tol: float = 1e-6, gamma_hi: float | None = None, max_bisect: int = 60) -> tuple[np.ndarray, float, bool]:
-    """max_{lo ≤ α ≤ hi} min_p (a_p + B_p α) / ‖R(1, α)‖ by bisection over convex feasibility problems.
+                  tol: float = 1e-6, how: str = "bisection", max_bisect: int = 60) -> tuple[np.ndarray, float, bool]:
+    """max_{lo ≤ α ≤ hi} min_p (a_p + B_p α) / ‖R(1, α)‖.
+
+    ``how="bisection"``: bisection on γ over the convex feasibility problems
+    {m(α) ≥ γτ, ‖R(1, α)‖ ≤ τ} (cvxpy, Clarabel). ``how="homogeneous"``: the same optimum in one
+    second-order cone program — the ratio is invariant to scaling (1, α) jointly, so with
+    β = β₀(1, α): max t s.t. aβ₀ + Bα′ ≥ t, ‖R(β₀, α′)‖ ≤ 1, β₀·lo ≤ α′ ≤ β₀·hi, and α = α′/β₀
+    (exact whenever the optimum is positive; used inside the linearisation loop, where speed counts).
 
     Returns ``(α, γ, positive)``. When no α in the box has a positive margin on every pair
     (``positive=False``) it returns instead the α maximising the raw min-margin under the norm budget
-    ‖R(1, α)‖ ≤ max over the box's corners along each axis (one LP + SOC; a documented fallback).
+    ‖R(1, α)‖ ≤ the largest norm among the box's centre, corners ``lo``/``hi`` and α = 1 (one
+    LP + SOC; a documented fallback).
     """
     import cvxpy as cp
 
+    if how not in ("bisection", "homogeneous"):
+        raise ValueError(f"how must be 'bisection' or 'homogeneous', got {how!r}")
     T = B.shape[1]
-    alpha = cp.Variable(T)
-    tau = cp.Variable()
-    g = cp.Parameter(nonneg=True)
-    beta = cp.hstack([np.ones(1), alpha])
-    base = [alpha >= lo, alpha <= hi, cp.norm(R @ beta) <= tau]
-    feas = cp.Problem(cp.Minimize(0), [a + B @ alpha >= g * tau, *base])
-
-    def feasible(gv: float) -> bool:
-        g.value = gv
-        try:
-            with warnings.catch_warnings():  # "may be inaccurate": judged below by the status
-                warnings.simplefilter("ignore")
-                feas.solve(solver=cp.CLARABEL)
-        except cp.error.SolverError:
-            return False
-        return feas.status in ("optimal", "optimal_inaccurate") and alpha.value is not None
 
     def value(x):
         return float(np.min(a + B @ x) / np.linalg.norm(R @ np.concatenate([[1.0], x])))
 
-    # a starting point: the best of the box's centre and its corners along the diagonal
-    starts = [np.clip(v, lo, hi) for v in ((lo + hi) / 2, lo, hi, np.clip(np.ones(T), lo, hi))]
+    def solve(prob) -> bool:
+        try:
+            with warnings.catch_warnings():  # "may be inaccurate": judged by the status
+                warnings.simplefilter("ignore")
+                prob.solve(solver=cp.CLARABEL)
+        except cp.error.SolverError:
+            return False
+        return prob.status in ("optimal", "optimal_inaccurate")
+
+    starts = [np.clip(v, lo, hi) for v in ((lo + hi) / 2, lo, hi, np.ones(T))]
     best = max(starts, key=value)
+    alpha = cp.Variable(T)
+    beta = cp.hstack([np.ones(1), alpha])
+
+    def fallback():
+        budget = max(np.linalg.norm(R @ np.concatenate([[1.0], v])) for v in starts)
+        t = cp.Variable()
+        ok = solve(cp.Problem(cp.Maximize(t), [a + B @ alpha >= t, alpha >= lo, alpha <= hi,
+                                               cp.norm(R @ beta) <= budget]))
+        x = np.clip(alpha.value, lo, hi) if ok and alpha.value is not None else best
+        return x, value(x), False
+
+    if how == "homogeneous":
+        b0, ap, t = cp.Variable(nonneg=True), cp.Variable(T), cp.Variable()
+        ok = solve(cp.Problem(cp.Maximize(t), [a * b0 + B @ ap >= t, cp.norm(R @ cp.hstack([b0, ap])) <= 1,
+                                               ap >= b0 * lo, ap <= b0 * hi]))
+        if not ok or t.value is None or t.value <= 0 or b0.value is None or b0.value <= 0:
+            return fallback() if value(best) <= 0 else (best, value(best), True)
+        x = np.clip(ap.value / b0.value, lo, hi)
+        x = x if value(x) >= value(best) else best
+        return x, value(x), True
+
+    tau = cp.Variable()
+    g = cp.Parameter(nonneg=True)
+    feas = cp.Problem(cp.Minimize(0), [a + B @ alpha >= g * tau, alpha >= lo, alpha <= hi, cp.norm(R @ beta) <= tau])
+
+    def feasible(gv: float) -> bool:
+        g.value = gv
+        return solve(feas) and alpha.value is not None
+
     g_lo = value(best)
     if g_lo <= 0:
         if not feasible(0.0):
-            # fallback: the largest raw min-margin under a norm budget
-            budget = max(np.linalg.norm(R @ np.concatenate([[1.0], v])) for v in starts)
-            t = cp.Variable()
-            cp.Problem(cp.Maximize(t), [a + B @ alpha >= t, alpha >= lo, alpha <= hi,
-                                        cp.norm(R @ beta) <= budget]).solve(solver=cp.CLARABEL)
-            x = np.clip(alpha.value, lo, hi)
-            return x, value(x), False
+            return fallback()
         best = np.clip(alpha.value, lo, hi)
         g_lo = max(value(best), 0.0)
-    if gamma_hi is None:
-        gamma_hi = g_lo + 1.0
-        while True:  # grow the bracket until infeasible
-            if not feasible(gamma_hi):
-                break
-            x = np.clip(alpha.value, lo, hi)
-            g_lo = gamma_hi
-            if value(x) > value(best):
-                best = x
-            gamma_hi *= 2
+    gamma_hi = g_lo + 1.0
+    while feasible(gamma_hi):  # grow the bracket until infeasible
+        x = np.clip(alpha.value, lo, hi)
+        g_lo = gamma_hi
+        if value(x) > value(best):
+            best = x
+        gamma_hi *= 2
     for _ in range(max_bisect):
         if gamma_hi - g_lo <= tol * max(abs(gamma_hi), 1e-12):
             break
@@ -181,7 +202,8 @@ def _orthogonal(W0, D, data, rtol: float = 1e-8) -> bool:
 
 
 def mixing_coefficients(base_weight, deltas, datasets, *, base_data=None, method: str = "auto", log: bool = False,
-                        alpha_max: float = DEFAULT_ALPHA_MAX, tol: float = 1e-6, names=None):
+                        alpha_max: float = DEFAULT_ALPHA_MAX, tol: float = 1e-6, solver: str = "bisection",
+                        names=None):
     r"""MaLoRA: the mixing coefficients maximising the minimum normalised margin over the tasks' union.
 
     .. math:: \alpha^* = \arg\max_{\alpha \ge 0} \min_{t,\,i \in D_t}
@@ -201,6 +223,9 @@ def mixing_coefficients(base_weight, deltas, datasets, *, base_data=None, method
             nothing to the tasks' margins the optimum is unbounded (α → ∞); it is capped, and
             ``log["capped"]`` says whether a coefficient sits on the cap.
         tol: relative tolerance of the bisection on γ.
+        solver: how ``"program"`` is solved: ``"bisection"`` (default; feasibility problems) or
+            ``"homogeneous"`` (the same optimum as one second-order cone program, see
+            :func:`solve_program`).
         names: task names for error messages (default ``task 0``, ``task 1``, ...).
 
     Returns:
@@ -215,6 +240,8 @@ def mixing_coefficients(base_weight, deltas, datasets, *, base_data=None, method
     """
     if method not in ("auto", "closed_form", "program"):
         raise ValueError(f"method must be 'auto', 'closed_form' or 'program', got {method!r}")
+    if solver not in ("bisection", "homogeneous"):
+        raise ValueError(f"solver must be 'bisection' or 'homogeneous', got {solver!r}")
     alpha_max = check_float(alpha_max, "alpha_max", minimum=0.0, open_minimum=True)
     tol = check_float(tol, "tol", minimum=0.0, open_minimum=True)
     W0, D = _deltas(base_weight, deltas)
@@ -247,14 +274,14 @@ def mixing_coefficients(base_weight, deltas, datasets, *, base_data=None, method
     else:
         a, B = _pairs(W0, D, union)
         R = gram_root([W0, *D])
-        alpha, _, positive = solve_program(a, B, R, np.zeros(T), np.full(T, alpha_max), tol=tol)
+        alpha, _, positive = solve_program(a, B, R, np.zeros(T), np.full(T, alpha_max), tol=tol, how=solver)
     W = W0 + sum(at * Dt for at, Dt in zip(alpha, D))
     nrm = np.linalg.norm(W)
     task_margins = [float(raw_pair_margins(W, *ds).min() / nrm) for ds in union]
     if not log:
         return alpha
     info = {"min_margin": float(min(task_margins)), "task_margins": task_margins, "method": method,
-            "capped": bool(np.any(alpha >= alpha_max * (1 - 1e-6))), "positive": bool(min(task_margins) > 0)}
+            "capped": bool(np.any(alpha >= alpha_max * (1 - 1e-3))), "positive": bool(min(task_margins) > 0)}
     return alpha, info
 
 

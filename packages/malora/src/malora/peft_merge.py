@@ -2,7 +2,7 @@
 
 *Our extension* (the paper's closed forms are for a linear head). For a model f(x; W(α)) whose adapted
 weights are W_l(α) = W_l⁰ + Σ_t α_t ΔW_{l,t}, the pair margins m_ic(α) = f_y(x_i) − f_c(x_i) are
-linearised at the current α_k, m(α) ≈ m(α_k) + J(α − α_k) with J from T forward-mode jvps, and the
+linearised at the current α_k, m(α) ≈ m(α_k) + J(α − α_k) with J from forward-mode jvps (``jacfwd``), and the
 normalised min-margin min m / ‖W(α)‖_F (the norm over every adapted weight together) is maximised by
 :func:`malora.mixing.solve_program` inside a trust region |α − α_k| ≤ δ. A step is kept when the true
 (non-linear) min-margin improves, else δ is halved; it stops when α moves by less than ``tol``.
@@ -52,8 +52,10 @@ def linearized_mixing(margins: Callable[[dict], torch.Tensor], base: Mapping[str
     R = gram_root([np.concatenate([base[k].detach().double().reshape(-1).cpu().numpy() for k in names])]
                   + [np.concatenate([D[k].detach().double().reshape(-1).cpu().numpy() for k in names]) for D in deltas])
 
+    stacked = {k: torch.stack([D[k] for D in deltas]) for k in names}  # (T, *shape) per weight
+
     def weights(a: torch.Tensor) -> dict:
-        return {k: base[k] + sum(a[t].to(base[k].dtype) * deltas[t][k] for t in range(T)) for k in names}
+        return {k: base[k] + torch.tensordot(a.to(base[k].dtype), stacked[k], dims=1) for k in names}
 
     def norm(a: np.ndarray) -> float:
         return float(np.linalg.norm(R @ np.concatenate([[1.0], a])))
@@ -68,13 +70,14 @@ def linearized_mixing(margins: Callable[[dict], torch.Tensor], base: Mapping[str
     best, m = value(alpha)
     history = [best]
     delta = float(trust)
-    it = 0
-    for it in range(1, max_iter + 1):
+    iterations = 0
+    for _ in range(max_iter):
+        iterations += 1
         a_t = torch.as_tensor(alpha)
         J = _jacobian(lambda a: margins(weights(a)), a_t)
         a0 = m.detach().double().cpu().numpy() - J @ alpha
         lo, hi = np.maximum(0.0, alpha - delta), np.minimum(alpha_max, alpha + delta)
-        cand, _, _ = solve_program(a0, J, R, lo, hi, tol=1e-5)
+        cand, _, _ = solve_program(a0, J, R, lo, hi, how="homogeneous")
         v, m_new = value(cand)
         step = float(np.max(np.abs(cand - alpha)))
         if v > best:
@@ -86,7 +89,7 @@ def linearized_mixing(margins: Callable[[dict], torch.Tensor], base: Mapping[str
         if step < tol or delta < tol:
             break
     if log:
-        return alpha, {"min_margin": best, "iterations": it, "history": history}
+        return alpha, {"min_margin": best, "iterations": iterations, "history": history}
     return alpha
 
 
@@ -95,8 +98,12 @@ def _jacobian(f: Callable[[torch.Tensor], torch.Tensor], a: torch.Tensor) -> np.
     CPU kernels have no forward-mode derivative)."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    cols = []
     with sdpa_kernel(SDPBackend.MATH):
+        try:  # all T directions in one vmapped forward
+            return torch.func.jacfwd(f)(a).detach().double().cpu().numpy()
+        except (RuntimeError, NotImplementedError):
+            pass
+        cols = []
         for t in range(len(a)):  # one jvp per adapter
             e = torch.zeros_like(a)
             e[t] = 1.0
@@ -213,8 +220,13 @@ def merge_peft(model, adapter_names, calibration, *, adapter_name: str = "malora
             dropped[a] = int((~ok).sum())
             kept.append((X[ok], y[ok]))
 
+    try:  # one batched forward over every task's calibration inputs when their shapes allow
+        batches = [(torch.cat([X for X, _ in kept]), torch.cat([y for _, y in kept]))]
+    except (RuntimeError, TypeError):
+        batches = kept
+
     def margins(weights: dict) -> torch.Tensor:
-        return torch.cat([pair_margins(logits_at(weights, X), y) for X, y in kept])
+        return torch.cat([pair_margins(logits_at(weights, X), y) for X, y in batches])
 
     with model.disable_adapter():
         alpha, info = linearized_mixing(margins, base, deltas, alpha_max=alpha_max, max_iter=max_iter, tol=tol,
