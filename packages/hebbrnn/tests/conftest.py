@@ -14,7 +14,7 @@ def rng():
 def small_task():
     from hebbrnn import HierarchicalRecall
 
-    return HierarchicalRecall(n_items=4, chunks=(2, 2), item_dim=16)
+    return HierarchicalRecall(n_items=4, chunks=(2, 2), item_dim=16, n_cues=None, chunk_gap=2, delay=1)
 
 
 @pytest.fixture(scope="session")
@@ -24,5 +24,5 @@ def trained_small(small_task):
 
     torch.manual_seed(0)
     model = HebbRNN(small_task.input_size, 32, small_task.item_dim, eta=0.01, decay=0.98)
-    hist = meta_train(model, small_task, episodes=200, batch_size=32, lr=0.01, seed=0)
+    hist = meta_train(model, small_task, episodes=200, batch_size=64, lr=0.003, seed=0)
     return model, hist

@@ -27,7 +27,7 @@ def test_smoke_without_matplotlib_writes_results_and_no_plots(tmp_path, monkeypa
 
 
 def test_bench_runs_in_miniature():
-    cfg = compose("hebbrnn", ["experiment=bench", "bench.hidden=[16]", "bench.claim_hidden=16", "bench.repeats=3",
+    cfg = compose("hebbrnn", ["experiment=bench", "bench.hidden=[32]", "bench.claim_hidden=32", "bench.repeats=3",
                               "bench.memory=false", "bench.batch_size=4"])
     out = run(cfg)
     assert [c.id for c in out["claims"]] == ["factored_speedup", "factored_vs_gru"]

@@ -23,7 +23,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from omegaconf import OmegaConf
 
 from hebbrnn import experiments as ex
 from paperworks import Claim, censored_summary, seeds_of, timer
@@ -31,8 +30,13 @@ from paperworks import Claim, censored_summary, seeds_of, timer
 log = logging.getLogger(__name__)
 
 
-def _plain(cfg) -> dict:
-    return OmegaConf.to_container(cfg, resolve=True) if OmegaConf.is_config(cfg) else dict(cfg)
+def _plain(x):
+    """A Hydra/OmegaConf config (or plain containers) as plain dicts and lists."""
+    if hasattr(x, "items"):
+        return {str(k): _plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)) or (hasattr(x, "__iter__") and not isinstance(x, (str, bytes))):
+        return [_plain(v) for v in x]
+    return x
 
 
 def identity_checks(tc: dict) -> list:
