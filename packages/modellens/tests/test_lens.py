@@ -118,3 +118,15 @@ def test_callable_text_encoder_and_early_stopping(planted):
     lens = ModelLens(dim=8, epochs=50, text_encoder=enc, random_state=0).fit(recs, mm, dm)
     assert lens.best_epochs_ in (25, 50) and lens.inner_val_history_
     assert len(lens.rank("set0", k=2)) == 2
+
+
+def test_fast_predict_equals_the_training_path(planted_fits):
+    sp, lens = planted_fits[2]
+    t = lens._device_tables("cpu")
+    models = lens.known_models_
+    mi = torch.tensor([lens.m_index_[m] for m in models])
+    d = sp.datasets[0]
+    with torch.no_grad():
+        ref = lens._score_idx(t, mi, torch.full_like(mi, lens.d_index_[d]),
+                              torch.full_like(mi, lens.metric_index_["accuracy"])).numpy()
+    np.testing.assert_allclose(lens.predict(models, d, "accuracy"), ref, atol=1e-5)

@@ -441,8 +441,12 @@ class ModelLens(BaseEstimator):
         self.net_.eval()
 
     def _device_tables(self, dev):
-        return {k: getattr(self, k).to(dev) for k in ("m_id_", "m_name_", "m_fam_", "m_size_", "d_id_", "d_text_",
-                                                       "d_task_")}
+        key = (str(dev), id(self.m_id_), id(self.d_id_))
+        if getattr(self, "_tabs_key", None) != key:
+            self._tabs = {k: getattr(self, k).to(dev) for k in ("m_id_", "m_name_", "m_fam_", "m_size_", "d_id_",
+                                                                 "d_text_", "d_task_")}
+            self._tabs_key = key
+        return self._tabs
 
     def _score_idx(self, t, mi, di, me, drop_m=None, drop_d=None, drop_n=None):
         """Scores for index tensors of any shape (rows of the model / dataset tables, metric ids).
@@ -508,13 +512,15 @@ class ModelLens(BaseEstimator):
         models, mi = self._model_rows(models)
         d = self._dataset_row(dataset)
         metric_ids = self._metrics_for(metric, dataset)
-        tabs = self._device_tables(self.device_)
-        out = 0
-        for mid in metric_ids:
-            me = torch.full_like(mi, mid)
-            di = torch.full_like(mi, d)
-            out = out + self._score_idx(tabs, mi.to(self.device_), di.to(self.device_), me.to(self.device_))
-        return (out / len(metric_ids)).cpu().numpy().astype(float)
+        t = self._device_tables(self.device_)
+        net, n, k = self.net_, len(models), len(metric_ids)
+        mi = mi.to(self.device_)
+        # the candidates' and the dataset's vectors once, then one scorer pass over all metrics
+        u = net.model_vec(t["m_id_"][mi], t["m_name_"][mi], t["m_fam_"][mi], t["m_size_"][mi])
+        v = net.dataset_vec(t["d_id_"][d:d + 1], t["d_text_"][d:d + 1], t["d_task_"][d:d + 1]).expand(n, -1)
+        me = torch.tensor(metric_ids, device=self.device_).repeat_interleave(n)
+        s = net(u.repeat(k, 1), v.repeat(k, 1), me, t["m_fam_"][mi].repeat(k), t["m_size_"][mi].repeat(k))
+        return s.reshape(k, n).mean(0).cpu().numpy().astype(float)
 
     def _metrics_for(self, metric, dataset):
         if metric is not None:
