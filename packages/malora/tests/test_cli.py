@@ -18,21 +18,20 @@ CLAIMS_B = {"union_margin_vs_uniform_1.2x", "union_margin_not_below_task_arithme
 
 
 def test_smoke_cli_writes_results(tmp_path):
-    doc = run_cli("malora", tmp_path / "run", "experiment=smoke", "seeds=1", "expB.baselines=[uniform,task_arithmetic]")
+    # the installed script on Exp A of smoke (Exp B runs in-process below: one import of torch/peft)
+    doc = run_cli("malora", tmp_path / "run", "experiment=smoke", "seeds=1", "expB.enabled=false")
     assert doc["package"] == "malora" and doc["experiment"] == "smoke"
-    assert {c["id"] for c in doc["claims"]} == CLAIMS_A | CLAIMS_B
+    assert {c["id"] for c in doc["claims"]} == CLAIMS_A
     assert all(c["verdict"] == "supported" for c in doc["checks"])
-    # the brief's smoke: merged margins > 0 and MaLoRA's min-margin ≥ uniform's
-    claims = {c["id"]: c for c in doc["claims"]}
-    assert claims["merged_margin_positive_low_overlap"]["method"]["value"] > 0
-    rows = [r for r in (tmp_path / "run" / "metrics.csv").read_text().splitlines() if r.startswith("B,")]
-    assert rows
+    assert (tmp_path / "run" / "metrics.csv").exists()
     assert (tmp_path / "run" / "margins_vs_lambda.png").exists()
 
 
 def test_smoke_malora_margin_at_least_uniform():
+    # the brief's smoke: merged margins > 0 and MaLoRA's min-margin ≥ uniform's
     out = run(compose("malora", ["experiment=smoke", "seeds=1", "expA.enabled=false",
-                                 "expB.baselines=[uniform]"]))
+                                 "expB.baselines=[uniform,task_arithmetic]"]))
+    assert {c.id for c in out["claims"]} == CLAIMS_B
     rows = out["metrics"]
     for rho in (0.0, 0.1):
         m = [r for r in rows if r["rho"] == rho and r["method"] == "malora"][0]
