@@ -84,3 +84,16 @@ def test_merge_peft_bad_input(tiny_peft):
         pm.set_adapter(names[0])
         pm.delete_adapter("q_only")
     assert "malora" not in pm.peft_config
+
+
+def test_merge_peft_refuses_nan_adapter_weights(tiny_peft):
+    pm, names, cal = tiny_peft
+    mod = next(iter(_lora_modules(pm, names[1]).values()))
+    keep = mod.lora_B[names[1]].weight.data.clone()
+    mod.lora_B[names[1]].weight.data[0, 0] = float("nan")
+    try:
+        with pytest.raises(ValueError, match=f"adapter '{names[1]}' has NaN"):
+            merge_peft(pm, names, cal)
+    finally:
+        mod.lora_B[names[1]].weight.data = keep
+    assert "malora" not in pm.peft_config

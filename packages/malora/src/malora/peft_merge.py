@@ -28,7 +28,7 @@ def pair_margins(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     zy = logits.gather(1, y[:, None])
     D = zy - logits
     mask = torch.ones_like(D, dtype=torch.bool)
-    mask[torch.arange(len(y)), y] = False
+    mask[torch.arange(len(y), device=y.device), y] = False
     return D[mask]
 
 
@@ -55,7 +55,7 @@ def linearized_mixing(margins: Callable[[dict], torch.Tensor], base: Mapping[str
     stacked = {k: torch.stack([D[k] for D in deltas]) for k in names}  # (T, *shape) per weight
 
     def weights(a: torch.Tensor) -> dict:
-        return {k: base[k] + torch.tensordot(a.to(base[k].dtype), stacked[k], dims=1) for k in names}
+        return {k: base[k] + torch.tensordot(a.to(base[k].device, base[k].dtype), stacked[k], dims=1) for k in names}
 
     def norm(a: np.ndarray) -> float:
         return float(np.linalg.norm(R @ np.concatenate([[1.0], a])))
@@ -131,7 +131,8 @@ def merge_peft(model, adapter_names, calibration, *, adapter_name: str = "malora
 
     Args:
         model: a ``peft.PeftModel`` (any model whose forward returns logits or an output with
-            ``.logits``, (n, C)) holding the adapters ``adapter_names``.
+            ``.logits``, (n, C)) holding the adapters ``adapter_names``; everything runs on the
+            model's device (the calibration tensors are moved there).
         adapter_names: the T adapters to merge; they must adapt the same modules.
         calibration: adapter name → ``(X, y)``: that task's inputs (whatever the model takes, e.g.
             input ids (n, L)) and integer labels in [0, C). Points that a task's own adapter gets wrong
@@ -190,14 +191,15 @@ def merge_peft(model, adapter_names, calibration, *, adapter_name: str = "malora
         X, y = ds if isinstance(ds, (tuple, list)) and len(ds) == 2 else (None, None)
         if X is None:
             raise ValueError(f"the calibration data of {a!r} must be an (X, y) pair")
-        X, y = torch.as_tensor(X), torch.as_tensor(y)
+        X, y = torch.as_tensor(X), torch.as_tensor(y)  # moved to the model's device below
         if len(y) == 0 or len(X) == 0:
             raise ValueError(f"the calibration set of {a!r} is empty")
         if len(X) != len(y) or y.ndim != 1 or y.dtype.is_floating_point:
             raise ValueError(f"the calibration labels of {a!r} must be 1-D integers, one per input")
         if X.dtype.is_floating_point and not torch.isfinite(X).all():
             raise ValueError(f"the calibration inputs of {a!r} contain NaN or inf")
-        data.append((X, y.long()))
+        device = next(iter(base.values())).device
+        data.append((X.to(device), y.long().to(device)))
 
     model.eval()
 
