@@ -13,6 +13,12 @@ def test_smoke_cli_writes_results(tmp_path):
     assert (tmp_path / "run" / "metrics.csv").exists()
     assert (tmp_path / "run" / "samples_hierarchical.png").stat().st_size > 0
     assert (tmp_path / "run" / "checkpoints" / "hierarchical+digress.pt").exists()
+    # the run's checkpoint is a self-contained model: `molhit sample` draws from it without training data
+    ck = tmp_path / "run" / "checkpoints" / "hierarchical.pt"
+    out = run_cli("molhit", tmp_path / "sample", "sample", f"model={ck}", "n=6", "temperature=0.9")
+    assert out["experiment"] == "sample" and out["extra"]["n"] == 6 and out["extra"]["process"] == "hierarchical"
+    assert [c["verdict"] for c in out["checks"]] == ["supported"]
+    assert (tmp_path / "sample" / "samples.smi").exists()
 
 
 def test_smoke_without_matplotlib_writes_results_and_no_plots(tmp_path, monkeypatch):

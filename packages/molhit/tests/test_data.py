@@ -34,3 +34,15 @@ def test_graphs_count_skips():
 
 def test_moses_sample(moses_sample):
     assert len(moses_sample) == 300 and len(set(moses_sample)) == 300
+
+
+def test_read_smiles_csv_with_quoted_fields(tmp_path):
+    from molhit.data import read_smiles_file
+
+    f = tmp_path / "mols.csv"
+    f.write_text('name,SMILES,note\n"ethanol, absolute",CCO,"a, b"\nbenzene,c1ccccc1,x\nbad,C1CC,y\n')
+    smiles, bad = read_smiles_file(f)
+    assert smiles == ["CCO", "c1ccccc1"] and bad == 1
+    f.write_bytes(b"SMILES\nCC\xff\n")
+    with pytest.raises(ValueError, match="UTF-8"):
+        read_smiles_file(f)

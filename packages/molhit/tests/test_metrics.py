@@ -47,3 +47,10 @@ def test_bad_input():
         moses_metrics("CCO")
     with pytest.raises(ValueError, match="smiles must"):
         moses_metrics([])
+
+
+def test_empty_reference_is_refused():
+    from molhit.metrics import moses_metrics
+
+    with pytest.raises(ValueError, match="reference"):
+        moses_metrics(["CCO", "CCN"], reference=[], compute_fcd=False)

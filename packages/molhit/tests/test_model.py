@@ -119,3 +119,55 @@ def test_guidance_changes_the_prediction():
     # w extrapolates away from the unconditional prediction: log p_w = (1+w) log p_c - w log p_u (renormalised)
     expect = torch.softmax(3 * p_g0.log() - 2 * p_un.log(), -1)
     assert torch.allclose(p_g2, expect, atol=1e-4)
+
+
+def test_save_load_is_self_contained(tmp_path):
+    """One file holds weights, encoding, process marginals, sizes and cond_bins: MolHIT.load needs no
+    training data and samples exactly what the saved model samples; a training checkpoint loads too."""
+    from molhit.encoding import digress_encoding
+
+    m = MolHIT(digress_encoding(aromatic_bonds=True), process="marginal", T=6, n_layers=1, d_model=16, d_edge=8,
+               n_heads=2, cond_bins=(2, 3))
+    cond = torch.tensor([[i % 2, i % 3] for i in range(len(SMILES))])
+    m.fit(SMILES, steps=6, batch_size=4, cond=cond, log_every=0, checkpoint=tmp_path / "ck.pt")
+    m.save(tmp_path / "model.pt")
+    state = torch.load(tmp_path / "model.pt", weights_only=True)            # plain types and tensors only
+    assert state["format"] == "molhit-model/1" and "opt" not in state
+    for path in (tmp_path / "model.pt", tmp_path / "ck.pt"):
+        r = MolHIT.load(path)
+        assert r.encoding.to_dict() == m.encoding.to_dict() and r.process_name == "marginal"
+        assert r.cond_bins == (2, 3) and r.max_atoms == m.max_atoms
+        assert torch.equal(r.n_atoms_dist, m.n_atoms_dist)
+        torch.testing.assert_close(r.edge_process.Qbar, m.edge_process.Qbar)
+        kw = dict(seed=4, cond=(1, None), guidance=0.5)
+        assert [(a.tolist(), b.tolist()) for a, b in r.generate(4, **kw)] == \
+               [(a.tolist(), b.tolist()) for a, b in m.generate(4, **kw)]
+    torch.save(m.net.state_dict(), tmp_path / "bare.pt")                   # the 0.1 format: weights only
+    with pytest.raises(ValueError, match="not a molhit model"):
+        MolHIT.load(tmp_path / "bare.pt")
+    with pytest.raises(FileNotFoundError):
+        MolHIT.load(tmp_path / "missing.pt")
+    with pytest.raises(RuntimeError, match="not fitted"):
+        _small().save(tmp_path / "x.pt")
+
+
+def test_bad_input_gets_clear_errors(tmp_path):
+    from molhit.diffusion import HierarchicalDiffusion
+
+    m = _small()
+    with pytest.warns(UserWarning, match="vocabulary"):
+        m.fit(SMILES + ["CP(C)C", "C[Si](C)(C)C", "CI"], steps=2, batch_size=4, log_every=0)
+    assert m.skipped_["vocabulary"] == 3
+    for kw, match in [({"temperature": float("nan")}, "temperature"), ({"guidance": 3.0}, "cond"),
+                      ({"batch_size": 0}, "batch_size"), ({"top_p": float("nan")}, "top_p")]:
+        with pytest.raises(ValueError, match=match):
+            m.generate(2, **kw)
+    with pytest.raises(ValueError, match="batch_size"):
+        _small().fit(SMILES, steps=2, batch_size=0)
+    with pytest.raises(ValueError, match="integer group"):
+        HierarchicalDiffusion([0.7, 1.9], 4)
+    h = HierarchicalDiffusion([0, 0, 1], 4)
+    with pytest.raises(ValueError, match="x0"):
+        h.marginal(9, 1)
+    with pytest.raises(ValueError, match="t must"):
+        h.marginal(0, 5)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import gzip
+import io
 import logging
 from pathlib import Path
 
@@ -73,15 +74,20 @@ def read_smiles_file(path) -> tuple[list[str], int]:
     if not path.is_file():
         raise FileNotFoundError(f"path: no such file {path}")
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", newline="") as fh:
-        lines = [ln.strip() for ln in fh if ln.strip()]
-    if lines and ("," in lines[0] or lines[0].lower() in ("smiles",)):
-        header = [h.strip() for h in lines[0].split(",")]
-        low = [h.lower() for h in header]
+    try:
+        with opener(path, "rt", newline="", encoding="utf-8") as fh:
+            text = fh.read()
+    except UnicodeDecodeError as e:
+        raise ValueError(f"path: {path} is not UTF-8 text ({e.reason} at byte {e.start})") from None
+    first = next((ln for ln in text.splitlines() if ln.strip()), "")
+    if "," in first or first.strip().lower() == "smiles":
+        # a CSV (quoted fields may hold commas): parsed with the csv module, the SMILES column by name
+        rows = [r for r in csv.reader(io.StringIO(text)) if any(c.strip() for c in r)]
+        low = [h.strip().lower() for h in rows[0]]
         col = low.index("smiles") if "smiles" in low else 0
-        lines = [ln.split(",")[col].strip() for ln in lines[1:]]
+        lines = [r[col].strip() if col < len(r) else "" for r in rows[1:]]
     else:
-        lines = [ln.split()[0] for ln in lines]
+        lines = [ln.split()[0] for ln in text.splitlines() if ln.strip()]
     if not lines:
         raise ValueError(f"path: {path} holds no SMILES")
     good = [s for s in lines if Chem.MolFromSmiles(s) is not None]

@@ -36,6 +36,8 @@ import math
 import numpy as np
 import torch
 
+from paperworks import check_int
+
 
 def _cos(T: int) -> np.ndarray:
     tau = np.arange(T + 1) / T
@@ -147,7 +149,11 @@ class HierarchicalDiffusion(DiscreteDiffusion):
     name = "hierarchical"
 
     def __init__(self, phi, T: int = 100):
-        phi = np.asarray(phi, dtype=np.int64)
+        raw = np.asarray(phi)
+        if raw.dtype == bool or not np.issubdtype(raw.dtype, np.number) or (
+                raw.size and not np.all(np.isfinite(raw.astype(float)) & (raw.astype(float) % 1 == 0))):
+            raise ValueError(f"phi must hold integer group indices, got {raw.tolist()}")
+        phi = raw.astype(np.int64)
         if phi.ndim != 1 or phi.size < 2 or phi.min() < 0:
             raise ValueError(f"phi must be a 1-D list of >= 2 non-negative group indices, got {phi.tolist()}")
         super().__init__(int(phi.size), T)
@@ -180,6 +186,8 @@ class HierarchicalDiffusion(DiscreteDiffusion):
 
     def marginal(self, x0: int, t: int) -> np.ndarray:
         """Closed-form ``q(x_t | x_0)`` as a length-S vector: ᾱ at x0, β̄ at Φ(x0), γ̄ at mask."""
+        x0 = check_int(x0, "x0", minimum=0, maximum=self.K - 1)
+        t = check_int(t, "t", minimum=0, maximum=self.T)
         a, b, g = self.coefficients(t)
         p = np.zeros(self.num_states)
         p[x0] += a

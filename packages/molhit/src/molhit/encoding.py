@@ -87,6 +87,24 @@ class AtomEncoding:
     def num_atom_types(self) -> int:
         return len(self.tokens)
 
+    def to_dict(self) -> dict:
+        """Plain types only (lists, str, int, bool, None): storable with ``torch.save`` and loadable with
+        ``weights_only=True``."""
+        return {"name": self.name, "groups": list(self.groups), "phi": [int(g) for g in self.phi],
+                "tokens": [{"symbol": t.symbol, "aromatic": bool(t.aromatic), "charge": int(t.charge),
+                            "num_h": None if t.num_h is None else int(t.num_h)} for t in self.tokens],
+                "aromatic_bonds": bool(self.aromatic_bonds), "decoupled": bool(self.decoupled)}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> AtomEncoding:
+        """The encoding :meth:`to_dict` described."""
+        try:
+            tokens = [AtomToken(t["symbol"], bool(t["aromatic"]), int(t["charge"]), t["num_h"]) for t in d["tokens"]]
+            return cls(d["name"], tokens, d["groups"], d["phi"], aromatic_bonds=bool(d["aromatic_bonds"]),
+                       decoupled=bool(d["decoupled"]))
+        except (KeyError, TypeError) as e:
+            raise ValueError(f"not an AtomEncoding description: {e!r}") from None
+
     @property
     def num_bond_types(self) -> int:
         """Bond classes including 'none' (class 0)."""

@@ -188,6 +188,9 @@ def moses_metrics(smiles, reference=None, *, train=None, lenient_smiles=None, co
     out["intdiv"] = internal_diversity(valid) if valid else nan
     if reference is not None:
         ref = [c for c in (canonical(s) for s in reference) if c is not None]
+        if not ref:
+            raise ValueError(f"reference holds no valid SMILES ({len(reference)} given): SNN/Frag/Scaf/FCD need a "
+                             "reference set; pass reference=None to skip them")
         out["snn"] = snn(valid, ref) if valid else nan
         out["frag"] = frag_similarity(valid, ref) if valid else nan
         out["scaf"] = scaf_similarity(valid, ref) if valid else nan

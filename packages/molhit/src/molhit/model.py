@@ -19,6 +19,7 @@ import logging
 import math
 import os
 import time
+import warnings
 from pathlib import Path
 
 import torch
@@ -29,9 +30,11 @@ from torch.nn import functional as F
 from molhit.baselines import AbsorbingDiffusion, MarginalDiffusion
 from molhit.diffusion import HierarchicalDiffusion, categorical
 from molhit.encoding import AtomEncoding, decoupled_encoding
+from paperworks import check_float, check_int
 
 log = logging.getLogger(__name__)
 PROCESSES = ("hierarchical", "absorbing", "marginal")
+MODEL_FORMAT = "molhit-model/1"
 
 
 class GraphTransformerLayer(nn.Module):
@@ -169,13 +172,23 @@ class MolHIT:
         enc = self.encoding
         K, B = enc.num_atom_types, enc.num_bond_types
         valid = torch.arange(data["X"].shape[1])[None] < data["n_atoms"][:, None]
-        node_m = torch.bincount(data["X"][valid], minlength=K).double().numpy() + 1e-3
+        node_m = torch.bincount(data["X"][valid], minlength=K).double() + 1e-3
         pair = valid[:, :, None] & valid[:, None, :] & ~torch.eye(valid.shape[1], dtype=torch.bool)[None]
-        edge_m = torch.bincount(data["E"][pair], minlength=B).double().numpy() + 1e-3
-        self.node_process = make_process(self.process_name, K, self.T, enc.phi, node_m).to(self.device)
-        self.edge_process = make_process(self.process_name, B, self.T, [0] + [1] * (B - 1), edge_m).to(self.device)
-        self.n_atoms_dist = torch.bincount(data["n_atoms"], minlength=data["X"].shape[1] + 1).float()
-        self.max_atoms = data["X"].shape[1]
+        edge_m = torch.bincount(data["E"][pair], minlength=B).double() + 1e-3
+        self._build_from(node_m, edge_m, torch.bincount(data["n_atoms"], minlength=data["X"].shape[1] + 1).float(),
+                         int(data["X"].shape[1]))
+
+    def _build_from(self, node_m, edge_m, n_atoms_dist, max_atoms: int) -> None:
+        """Processes and a fresh denoiser from the statistics of the training data (what :meth:`save` stores)."""
+        enc = self.encoding
+        K, B = enc.num_atom_types, enc.num_bond_types
+        self._node_marginal, self._edge_marginal = node_m.double().cpu(), edge_m.double().cpu()
+        self.node_process = make_process(self.process_name, K, self.T, enc.phi,
+                                         self._node_marginal.numpy()).to(self.device)
+        self.edge_process = make_process(self.process_name, B, self.T, [0] + [1] * (B - 1),
+                                         self._edge_marginal.numpy()).to(self.device)
+        self.n_atoms_dist = n_atoms_dist.float().cpu()
+        self.max_atoms = int(max_atoms)
         self.net = GraphTransformer(self.node_process.num_states, self.edge_process.num_states, K, B,
                                     **self.sizes).to(self.device)
 
@@ -245,16 +258,25 @@ class MolHIT:
 
         Returns:
             The (all-rank mean) loss of every step, including the steps done before a resume.
+            SMILES that could not be used (unparsable, atoms outside the encoding, too large) are
+            counted in ``self.skipped_`` (a warning names the counts when ``data`` was a list).
 
         Raises:
             RuntimeError: the loss became NaN/inf (names the step).
         """
         from molhit.data import graphs_from_smiles
 
-        if isinstance(data, (list, tuple)):
+        steps = check_int(steps, "steps", minimum=1)
+        batch_size = check_int(batch_size, "batch_size", minimum=1)
+        lr = check_float(lr, "lr", minimum=0.0, open_minimum=True)
+        from_smiles = isinstance(data, (list, tuple))
+        if from_smiles:
             data = graphs_from_smiles(data, self.encoding)
-        if steps < 1:
-            raise ValueError(f"steps must be >= 1, got {steps}")
+        self.skipped_ = dict(data.get("skipped", {}))
+        if from_smiles and any(self.skipped_.values()):   # a dict from graphs_from_smiles carries its own counts
+            warnings.warn(f"fit: SMILES skipped (not used for training): {self.skipped_} "
+                          f"(vocabulary: atoms outside this encoding, e.g. P, Si, I); counts in model.skipped_",
+                          stacklevel=2)
         C = None if cond is None else self._cond_tensor(cond, len(data["X"])).to(self.device)
         rank, world = _dist_info()
         if batch_size % world:
@@ -313,8 +335,8 @@ class MolHIT:
         if rank == 0:
             path = Path(path)
             path.parent.mkdir(parents=True, exist_ok=True)
-            state = {"net": self.net.state_dict(), "opt": opt.state_dict(), "step": step, "losses": list(losses),
-                     "rng": states, "world_size": world, "process": self.process_name, "T": self.T}
+            state = {**self._spec(), "net": self.net.state_dict(), "opt": opt.state_dict(), "step": step,
+                     "losses": list(losses), "rng": states, "world_size": world}
             tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
             torch.save(state, tmp)
             os.replace(tmp, path)
@@ -336,14 +358,57 @@ class MolHIT:
         gen.set_state(state["rng"][rank])
         return int(state["step"]), [float(v) for v in state["losses"]]
 
-    def save(self, path) -> None:
-        """Save the denoiser weights (``torch.save`` of the state dict)."""
-        torch.save(self.net.state_dict(), path)
+    def _spec(self) -> dict:
+        """Everything but the weights that a fitted model needs to sample (plain types and tensors)."""
+        if self.net is None:
+            raise RuntimeError("the model is not fitted: call fit() before saving it")
+        return {"format": MODEL_FORMAT, "encoding": self.encoding.to_dict(), "process": self.process_name,
+                "T": self.T, "sizes": {k: (list(v) if k == "cond_bins" else int(v)) for k, v in self.sizes.items()},
+                "edge_weight": float(self.edge_weight), "node_marginal": self._node_marginal,
+                "edge_marginal": self._edge_marginal, "n_atoms_dist": self.n_atoms_dist, "max_atoms": self.max_atoms}
 
-    def load(self, path) -> None:
-        """Load weights saved by :meth:`save` (or a training checkpoint) into a model built on the same data."""
+    def save(self, path) -> None:
+        """Save the fitted model in one file: weights, atom encoding, process and its marginals, the
+        training size distribution, denoiser sizes and ``cond_bins``; :meth:`load` needs nothing else
+        (no training data). Written atomically; loadable with ``torch.load(weights_only=True)``."""
+        state = {**self._spec(), "net": self.net.state_dict()}
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        torch.save(state, tmp)
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, path, *, device: str = "cpu") -> MolHIT:
+        """A fitted model from a file of :meth:`save` or a training checkpoint (``fit(checkpoint=...)``,
+        the run directory's ``checkpoints/*.pt``), ready to :meth:`sample`.
+
+        Raises:
+            FileNotFoundError: no such file. ValueError: the file is not a molhit model (e.g. a bare
+            state dict of molhit 0.1, which did not store what sampling needs).
+        """
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"no such model file: {path}")
+        state = torch.load(path, weights_only=True, map_location=device)
+        if not isinstance(state, dict) or state.get("format") != MODEL_FORMAT:
+            raise ValueError(f"{path} is not a molhit model file ({MODEL_FORMAT}, written by MolHIT.save or by "
+                             "fit(checkpoint=...) of molhit >= 0.2)")
+        sizes = state["sizes"]
+        m = cls(AtomEncoding.from_dict(state["encoding"]), process=state["process"], T=int(state["T"]),
+                n_layers=sizes["n_layers"], d_model=sizes["d_model"], d_edge=sizes["d_edge"], n_heads=sizes["n_heads"],
+                cond_bins=tuple(sizes["cond_bins"]), edge_weight=float(state["edge_weight"]), device=device)
+        m._build_from(state["node_marginal"], state["edge_marginal"], state["n_atoms_dist"], int(state["max_atoms"]))
+        m.net.load_state_dict(state["net"])
+        m.net.eval()
+        return m
+
+    def load_weights(self, path) -> None:
+        """Load only the denoiser weights of a model file or checkpoint into this fitted model."""
+        if self.net is None:
+            raise RuntimeError("load_weights needs a fitted model; use MolHIT.load(path) for a saved one")
         state = torch.load(path, weights_only=True, map_location=self.device)
-        self.net.load_state_dict(state["net"] if "net" in state and "opt" in state else state)
+        self.net.load_state_dict(state["net"] if isinstance(state, dict) and "net" in state else state)
 
     # sampling ----------------------------------------------------------------------------
     def _cond_bins_for(self, cond) -> tuple[int, ...] | None:
@@ -381,12 +446,13 @@ class MolHIT:
         """Sample ``n`` graphs; returns a list of ``(atoms, bonds)`` numpy arrays (see :meth:`sample`)."""
         if self.net is None:
             raise RuntimeError("fit the model before sampling")
-        if not isinstance(n, int) or n < 1:
-            raise ValueError(f"n must be an int >= 1, got {n!r}")
-        if temperature <= 0:
-            raise ValueError(f"temperature must be > 0, got {temperature}")
-        if not 0 < top_p <= 1:
-            raise ValueError(f"top_p must be in (0, 1], got {top_p}")
+        n = check_int(n, "n", minimum=1)
+        batch_size = check_int(batch_size, "batch_size", minimum=1)
+        temperature = check_float(temperature, "temperature", minimum=0.0, open_minimum=True)
+        top_p = check_float(top_p, "top_p", minimum=0.0, maximum=1.0, open_minimum=True)
+        guidance = check_float(guidance, "guidance", minimum=0.0)
+        if guidance > 0 and cond is None:
+            raise ValueError(f"guidance={guidance} needs cond= (the bin to steer towards); without it nothing is guided")
         if sampler not in ("pn", "ancestral"):
             raise ValueError(f"sampler must be 'pn' or 'ancestral', got {sampler!r}")
         if not isinstance(resample, int) or resample < 1:
