@@ -111,6 +111,10 @@ def test_bad_inputs(planted, world):
         patch_modules(model, data, mode="sideways")
     with pytest.raises(ValueError, match="counterfactual"):
         patch_modules(model, data, counterfactual=np.arange(len(data)))  # pairs each prompt with itself
+    with pytest.raises(ValueError, match="-1 \\(no pair\\)"):
+        patch_modules(model, data, counterfactual=np.full(len(data), -5))  # not a silent "no pair"
+    with pytest.raises(TypeError, match="integer"):
+        patch_modules(model, data, counterfactual=np.full(len(data), 0.5))
     long = FactWorld(n_subjects=4, n_relations=2, n_answers=4)
     tok = long.tokenizer()
     from factlocus import PromptSet

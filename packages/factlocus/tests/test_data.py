@@ -81,7 +81,7 @@ def test_counterfact_reader_skips_bad_rows(tmp_path):
     path = tmp_path / "cf.json"
     path.write_text(json.dumps(rows))
     recs, skipped = read_counterfact(path)
-    assert skipped == 2 and [r["prompt"] for r in recs] == ["ann lives in", "bob lives in"]
+    assert len(skipped) == 2 and [r["prompt"] for r in recs] == ["ann lives in", "bob lives in"]
     tok = word_tokenizer(["ann", "bob", "lives", "in", "paris", "rome"])
     ps, dropped = counterfact_prompt_set(recs, tok, answer_prefix="")
     assert len(ps) == 2 and dropped == 0 and list(ps.relations) == [0, 0]
@@ -139,3 +139,40 @@ def test_held_out_compositions_are_never_trained():
         FactWorld(n_subjects=4, n_bridges=1, holdout=1.0)
     with pytest.raises(ValueError, match="split"):
         w.two_hop_facts("test")
+
+
+def test_counterfact_reader_skips_and_counts_every_malformed_row(tmp_path):
+    good = {"requested_rewrite": {"prompt": "{} lives in", "subject": "ann", "relation_id": "P1",
+                                  "target_true": {"str": "paris"}}}
+    two_slots = {"requested_rewrite": {"prompt": "{} and {} live in", "subject": "bo", "target_true": {"str": "x"}}}
+    null_answer = {"requested_rewrite": {"prompt": "{} lives in", "subject": "cy", "target_true": {"str": None}}}
+    path = tmp_path / "cf.jsonl"                          # JSON Lines, with a broken line
+    path.write_text("\n".join([json.dumps(good), json.dumps(two_slots), "{not json", json.dumps(null_answer),
+                               json.dumps(good)]) + "\n")
+    recs, skipped = read_counterfact(path)
+    assert [r["prompt"] for r in recs] == ["ann lives in"] * 2
+    assert [s["line"] for s in skipped] == [2, 3, 4]
+    assert "exactly one" in skipped[0]["reason"] and "not JSON" in skipped[1]["reason"]
+    assert "null" in skipped[2]["reason"] and not any(r["answer"] == "None" for r in recs)
+    lst = tmp_path / "cf.json"                            # a JSON list: line numbers of the elements
+    lst.write_text("[\n" + ",\n".join(json.dumps(r) for r in (good, null_answer, good)) + "\n]\n")
+    recs, skipped = read_counterfact(lst)
+    assert len(recs) == 2 and skipped == [{"line": 3, "reason": skipped[0]["reason"]}]
+    bad = tmp_path / "latin1.json"
+    bad.write_bytes('[{"requested_rewrite": {"subject": "Jos\xe9"}}]'.encode("latin-1"))
+    with pytest.raises(ValueError, match="UTF-8"):
+        read_counterfact(bad)
+    pretty = tmp_path / "obj.json"
+    pretty.write_text(json.dumps({"a": 1}, indent=2))
+    with pytest.raises(ValueError, match="neither a JSON list nor JSON Lines"):
+        read_counterfact(pretty)
+
+
+def test_prompt_set_from_strings_with_labels():
+    tok = word_tokenizer(["ann", "bob", "lives", "in", "works", "at", "paris", "rome", "acme"])
+    ps = PromptSet.from_strings(tok, ["ann lives in", "bob lives in", "ann works at"], ["paris", "rome", "acme"],
+                                subjects=["ann", "bob", "ann"], relations=["P1", "P1", "P2"])
+    assert ps.subjects.tolist() == [0, 1, 0] and ps.relations.tolist() == [0, 0, 1]
+    assert ps.answer_ids.tolist() == [tok(a, add_special_tokens=False)["input_ids"][0] for a in ("paris", "rome", "acme")]
+    with pytest.raises(ValueError, match="one label per prompt"):
+        PromptSet.from_strings(tok, ["ann lives in"], ["paris"], subjects=["ann", "bob"])

@@ -23,6 +23,8 @@ def test_bad_arguments():
         train_recall_model(w, steps=0)
     with pytest.raises(ValueError, match="arch"):
         train_recall_model(w, arch="rnn", steps=1)
+    with pytest.raises(ValueError, match="target"):
+        train_recall_model(w, target=1.5, steps=1)            # unreachable: would train the whole budget
 
 
 def test_two_hop_training_reports_held_out_compositions():

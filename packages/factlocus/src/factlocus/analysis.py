@@ -46,11 +46,15 @@ def _pairs(data: PromptSet, counterfactual, seed: int) -> tuple[np.ndarray, np.n
         counterfactual = matched_counterfactuals(data.subjects, data.relations, data.answer_ids.numpy(),
                                                  np.random.default_rng(seed))
         check_counterfactuals(counterfactual, data.subjects, data.relations, data.answer_ids.numpy())
-    cf = np.asarray(counterfactual, dtype=np.int64)
+    raw = np.asarray(counterfactual)
+    if raw.dtype == bool or not np.issubdtype(raw.dtype, np.integer):
+        raise TypeError(f"counterfactual must hold integer indices (-1: no pair), got dtype {raw.dtype}")
+    cf = raw.astype(np.int64)
     if cf.shape != (len(data),):
         raise ValueError(f"counterfactual must have shape ({len(data)},), got {cf.shape}")
-    if (cf >= len(data)).any():
-        raise ValueError("counterfactual: index out of range")
+    if (cf >= len(data)).any() or (cf < -1).any():
+        raise ValueError(f"counterfactual: indices must lie in [0, {len(data)}) or be -1 (no pair); "
+                         f"got min {int(cf.min())}, max {int(cf.max())}")
     clean = np.flatnonzero(cf >= 0)
     if not len(clean):
         raise ValueError("counterfactual: no prompt has a matched counterfactual")

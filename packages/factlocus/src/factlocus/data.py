@@ -247,11 +247,27 @@ class PromptSet:
                          pick(self.subjects), pick(self.relations), pick(self.bridges))
 
     @classmethod
-    def from_strings(cls, tokenizer, prompts: Sequence[str], answers: Sequence[str]) -> PromptSet:
-        """Tokenise prompts and answers; every answer must be one token, every prompt the same length."""
+    def from_strings(cls, tokenizer, prompts: Sequence[str], answers: Sequence[str], *,
+                     subjects: Sequence | None = None, relations: Sequence | None = None) -> PromptSet:
+        """Tokenise prompts and answers; every answer must be one token, every prompt the same length.
+
+        ``subjects``/``relations``: optional labels (strings or integers) per prompt, coded as integers in
+        order of first appearance; with both, :func:`~factlocus.analysis.patch_modules` matches
+        counterfactuals itself (same relation, another subject and answer).
+        """
         if len(prompts) != len(answers) or not len(prompts):
             raise ValueError(f"prompts and answers must be non-empty and of equal length, "
                              f"got {len(prompts)} and {len(answers)}")
+        codes = {}
+        for name, labels in (("subjects", subjects), ("relations", relations)):
+            if labels is None:
+                codes[name] = None
+                continue
+            labels = list(labels)
+            if len(labels) != len(prompts):
+                raise ValueError(f"{name} must give one label per prompt ({len(prompts)}), got {len(labels)}")
+            index = {v: i for i, v in enumerate(dict.fromkeys(labels))}
+            codes[name] = np.array([index[v] for v in labels], dtype=np.int64)
         ids = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
         lens = {len(i) for i in ids}
         if len(lens) != 1:
@@ -262,7 +278,8 @@ class PromptSet:
             if len(t) != 1:
                 raise ValueError(f"answers must be single tokens: {a!r} is {len(t)} tokens")
             ans.append(t[0])
-        return cls(torch.tensor(ids, dtype=torch.long), torch.tensor(ans, dtype=torch.long))
+        return cls(torch.tensor(ids, dtype=torch.long), torch.tensor(ans, dtype=torch.long), codes["subjects"],
+                   codes["relations"])
 
 
 # matched counterfactuals -------------------------------------------------------------------
@@ -315,34 +332,80 @@ def check_counterfactuals(cf, subjects, relations, answers, freq_tolerance: floa
 
 # CounterFact --------------------------------------------------------------------------------
 
-def read_counterfact(path) -> tuple[list[dict], int]:
-    """Read a CounterFact-format JSON file (a list of records with ``requested_rewrite``).
+def _json_rows(text: str):
+    """``(line, row)`` for every element of a JSON list, or every line of JSON Lines; a row that is not
+    valid JSON (JSON Lines only) comes as ``(line, JSONDecodeError)``."""
+    dec = json.JSONDecoder()
+    i = len(text) - len(text.lstrip())
+    if text[i:i + 1] == "[":
+        i += 1
+        while True:
+            while i < len(text) and text[i] in " \t\r\n,":
+                i += 1
+            if i >= len(text):
+                raise json.JSONDecodeError("unterminated list", text, i)
+            if text[i] == "]":
+                return
+            line = text.count("\n", 0, i) + 1
+            obj, i = dec.raw_decode(text, i)
+            yield line, obj
+    for line, raw in enumerate(text.splitlines(), 1):
+        if raw.strip():
+            try:
+                yield line, json.loads(raw)
+            except json.JSONDecodeError as e:
+                yield line, e
+
+
+def _counterfact_row(row) -> dict:
+    if isinstance(row, json.JSONDecodeError):
+        raise ValueError(f"not JSON ({row.msg})")
+    if not isinstance(row, dict) or not isinstance(row.get("requested_rewrite"), dict):
+        raise ValueError("no requested_rewrite object")
+    rw = row["requested_rewrite"]
+    subject, prompt = rw.get("subject"), rw.get("prompt")
+    target = rw.get("target_true")
+    answer = target.get("str") if isinstance(target, dict) else None
+    for name, v in (("subject", subject), ("prompt", prompt), ("target_true.str", answer)):
+        if not isinstance(v, str) or not v.strip():
+            raise ValueError(f"{name} is missing, null or not a non-empty string")
+    if prompt.count("{}") != 1 or prompt.replace("{}", "").count("{") or prompt.replace("{}", "").count("}"):
+        raise ValueError(f"prompt must hold exactly one '{{}}' slot for the subject: {prompt!r}")
+    relation = rw.get("relation_id")
+    return {"prompt": prompt.replace("{}", subject), "subject": subject,
+            "relation": str(relation) if relation is not None else prompt, "answer": answer}
+
+
+def read_counterfact(path) -> tuple[list[dict], list[dict]]:
+    """Read a CounterFact-format file: a JSON list of records with ``requested_rewrite``, or JSON Lines.
 
     Returns ``(records, skipped)``: each record is ``{"prompt", "subject", "relation", "answer"}`` with
-    the prompt filled with its subject; malformed rows are skipped and counted, not fatal.
+    the prompt filled with its subject; every malformed row (not JSON, no ``requested_rewrite``, a
+    missing or null subject/prompt/answer, a prompt without exactly one ``{}``) is skipped and listed
+    in ``skipped`` as ``{"line", "reason"}`` (``len(skipped)`` rows), never fatal.
+
+    Raises:
+        ValueError: no such file, not UTF-8, or a JSON list that does not parse (naming the line).
     """
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"path {str(path)!r} is not a file")
     try:
-        rows = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"path {str(path)!r} is not UTF-8 text ({e.reason} at byte {e.start})") from None
+    out, skipped = [], []
+    try:
+        for line, row in _json_rows(text):
+            try:
+                out.append(_counterfact_row(row))
+            except ValueError as e:
+                skipped.append({"line": line, "reason": str(e)})
     except json.JSONDecodeError as e:
-        raise ValueError(f"path {str(path)!r} is not JSON: {e}") from e
-    if not isinstance(rows, list):
-        raise ValueError(f"path {str(path)!r}: expected a JSON list of CounterFact records")
-    out, skipped = [], 0
-    for row in rows:
-        try:
-            rw = row["requested_rewrite"]
-            subject = str(rw["subject"])
-            prompt = str(rw["prompt"])
-            if "{}" not in prompt:
-                raise KeyError("prompt")
-            out.append({"prompt": prompt.format(subject), "subject": subject,
-                        "relation": str(rw.get("relation_id", prompt)),
-                        "answer": str(rw["target_true"]["str"])})
-        except (KeyError, TypeError, AttributeError):
-            skipped += 1
+        raise ValueError(f"path {str(path)!r} is not a JSON list or JSON Lines: {e.msg} at line {e.lineno}") from None
+    if not out and skipped and all(s["reason"].startswith("not JSON") for s in skipped):
+        raise ValueError(f"path {str(path)!r} is neither a JSON list nor JSON Lines (line {skipped[0]['line']}: "
+                         f"{skipped[0]['reason']})")
     return out, skipped
 
 

@@ -18,6 +18,7 @@ from torch import nn
 from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
 from factlocus.data import FactWorld, PromptSet
+from paperworks import check_float, check_int
 from paperworks.lm import ModelAccess
 
 log = logging.getLogger(__name__)
@@ -86,8 +87,8 @@ def train_recall_model(world: FactWorld, *, width: int = 64, layers: int = 2, he
 
     if not isinstance(world, FactWorld):
         raise TypeError(f"world must be a FactWorld, got {type(world).__name__}")
-    if steps < 1 or batch < 1:
-        raise ValueError(f"steps and batch must be >= 1, got steps={steps}, batch={batch}")
+    steps, batch = check_int(steps, "steps", minimum=1), check_int(batch, "batch", minimum=1)
+    target = check_float(target, "target", minimum=0.0, maximum=1.0, open_minimum=True)   # 1.5 would train forever
     if restarts < 0 or not 0 < restart_lr <= 1:
         raise ValueError(f"need restarts >= 0 and 0 < restart_lr <= 1, got restarts={restarts}, restart_lr={restart_lr}")
     tok = world.tokenizer()
