@@ -138,3 +138,32 @@ def test_bridge_probe_splits_by_subject_and_two_step_hypothesis(planted, world):
         probe_modules(model, data, labels=[0, 1])
     with pytest.raises(ValueError, match="first"):
         two_step_hypothesis(model, first=1, second=1)
+
+
+def test_per_head_patching_with_gqa(llama_gqa, planted):
+    """Head sites of a GQA Llama: query heads map to the key/value head they attend with, patching one
+    key/value head changes exactly the query heads it serves, and all query heads of a block together
+    are the attention module."""
+    from factlocus import patch_heads
+
+    model, data = llama_gqa
+    z = patch_heads(model, data, part="z")
+    assert [z["heads"][f"attn0.z[{h}]"]["kv_head"] for h in range(4)] == [0, 0, 1, 1]
+    assert len(z["effect"]) == 8 and all(math.isfinite(v) for v in z["effect"].values())
+    k = patch_heads(model, data, part="k", blocks=[1])
+    assert {s: i["query_heads"] for s, i in k["heads"].items()} == {"attn1.k[0]": [0, 1], "attn1.k[1]": [2, 3]}
+    acc = ModelAccess(model)
+    ids, other = data.input_ids[:8], data.input_ids[8:16]
+    rows = torch.arange(8)
+    _, src = acc.run(other, cache=["attn0.k[0]", "attn0", *acc.heads(0, "z")])
+    _, base = acc.run(ids, cache=acc.heads(0, "z"))
+    _, patched = acc.run(ids, replace={"attn0.k[0]": (rows, src["attn0.k[0]"])}, cache=acc.heads(0, "z"))
+    changed = [not torch.allclose(patched[s], base[s]) for s in acc.heads(0, "z")]
+    assert changed == [True, True, False, False]
+    lz, _ = acc.run(ids, replace={s: (rows, src[s]) for s in acc.heads(0, "z")})
+    lm, _ = acc.run(ids, replace={"attn0": (rows, src["attn0"])})
+    torch.testing.assert_close(lz, lm, atol=1e-5, rtol=1e-5)
+    with pytest.raises(ValueError, match="fused"):
+        patch_heads(planted[1], planted[2], part="k")           # GPT-2: fused QKV, only z heads
+    with pytest.raises(ValueError, match="part"):
+        patch_heads(model, data, part="q")

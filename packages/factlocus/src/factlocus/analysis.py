@@ -184,6 +184,37 @@ def patch_modules(model, data: PromptSet, *, counterfactual=None, modules: Seque
             "cf_ld": ld_x_sum / len(ci), "n_pairs": int(len(ci))}
 
 
+def patch_heads(model, data: PromptSet, *, part: str = "z", blocks: Sequence[int] | None = None, **kw) -> dict:
+    """Per-head matched-counterfactual patching (:func:`patch_modules` on head sites, one batched pass).
+
+    ``part="z"``: each query head's output (its slice of the input to the attention output projection).
+    ``part="k"``/``"v"``: each key/value head's slice of the key/value projection; with grouped-query
+    attention one such head serves several query heads, listed under ``heads`` (``acc.query_heads``);
+    models with a fused QKV projection (GPT-2) have only ``z`` heads. ``**kw`` go to :func:`patch_modules`.
+
+    Returns its dict plus ``heads``: ``{site: {"block", "head", "kv_head"}}`` for ``z`` (the key/value
+    head each query head attends with) or ``{site: {"block", "head", "query_heads"}}`` for ``k``/``v``.
+    """
+    acc = _access(model)
+    if part not in ("z", "k", "v"):
+        raise ValueError(f"part must be 'z', 'k' or 'v', got {part!r}")
+    n_blocks = len(acc.blocks)
+    blocks = list(range(n_blocks)) if blocks is None else [int(b) for b in blocks]
+    if any(not 0 <= b < n_blocks for b in blocks):
+        raise ValueError(f"blocks must lie in [0, {n_blocks}), got {blocks}")
+    sites = [s for b in blocks for s in acc.heads(b, part)]
+    for s in sites[:1]:
+        acc._hook_point(s)                                   # e.g. fused QKV: a clear error before any pass
+    res = patch_modules(model, data, modules=sites, **kw)
+    info = {}
+    for b in blocks:
+        for h, s in enumerate(acc.heads(b, part)):
+            info[s] = ({"block": b, "head": h, "kv_head": acc.kv_head(h)} if part == "z"
+                       else {"block": b, "head": h, "query_heads": acc.query_heads(h)})
+    res["heads"] = info
+    return res
+
+
 def patch_modules_naive(model, data: PromptSet, *, counterfactual=None, modules=None, seed: int = 0) -> dict:
     """Reference loop: one forward pass per (pair, module), clean cache recomputed per patch.
 
