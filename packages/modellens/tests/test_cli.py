@@ -1,6 +1,8 @@
+import pytest
+from modellens.rank_cli import run_rank
 from modellens.run import run
 
-from paperworks.testing import console_script, run_cli, smoke_without_matplotlib
+from paperworks.testing import run_cli, smoke_without_matplotlib
 
 
 def test_smoke_cli_writes_results(tmp_path):
@@ -21,7 +23,6 @@ def test_smoke_without_matplotlib_writes_results_and_no_plots(tmp_path, monkeypa
 
 def test_user_records_and_rank_verb(tmp_path, planted):
     import json
-    import subprocess
 
     recs, mm, dm = planted
     recs.to_csv(tmp_path / "r.csv", index=False)
@@ -36,9 +37,17 @@ def test_user_records_and_rank_verb(tmp_path, planted):
     doc = execute("modellens", run, cfg, tmp_path / "fit")
     assert doc["claims"][0]["id"] == "new_pair_beats_metadata"
     assert doc["extra"]["saved_model"].endswith("lens.pt")
+    # the rank verb's config and run, in-process (the console script's dispatch is two lines in cli.main)
     out = tmp_path / "rank"
-    proc = subprocess.run([console_script("modellens"), "rank", f"model={tmp_path / 'lens.pt'}", "dataset=set3",
-                           "k=3", f"hydra.run.dir={out}"], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
+    doc = execute("modellens", run_rank, compose("modellens", [f"model={tmp_path / 'lens.pt'}", "dataset=set3", "k=3"],
+                                                  config_name="rank"), out)
     pool = json.loads((out / "pool.json").read_text())["pool"]
     assert len(pool) == 3 and set(pool) <= set(mm["model"])
+    assert doc["checks"][0]["verdict"] == "supported"
+
+
+def test_rank_verb_needs_model_and_dataset():
+    from paperworks.hydra_glue import compose
+
+    with pytest.raises(ValueError, match="needs model"):
+        run_rank(compose("modellens", ["dataset=iris"], config_name="rank"))
