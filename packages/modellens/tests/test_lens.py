@@ -92,7 +92,8 @@ def test_bad_input(planted, planted_fits):
 @pytest.mark.parametrize("kw, err", [({"dim": 0}, ValueError), ({"dim": "8"}, TypeError),
                                      ({"id_dropout": 1.0}, ValueError), ({"losses": ("hinge",)}, ValueError),
                                      ({"losses": ()}, ValueError), ({"lr": float("nan")}, ValueError),
-                                     ({"views": ("eyes",)}, ValueError), ({"text_encoder": 3}, TypeError)])
+                                     ({"views": ("eyes",)}, ValueError), ({"text_encoder": 3}, TypeError),
+                                     ({"device": "tpu"}, ValueError), ({"epochs": 2.5}, TypeError)])
 def test_bad_hyperparameters_at_construction(kw, err):
     with pytest.raises(err):
         ModelLens(**kw)
@@ -130,3 +131,22 @@ def test_fast_predict_equals_the_training_path(planted_fits):
         ref = lens._score_idx(t, mi, torch.full_like(mi, lens.d_index_[d]),
                               torch.full_like(mi, lens.metric_index_["accuracy"])).numpy()
     np.testing.assert_allclose(lens.predict(models, d, "accuracy"), ref, atol=1e-5)
+
+
+def test_device_auto_resolves(planted):
+    recs, mm, dm = planted
+    lens = ModelLens(dim=8, epochs=3, early_stopping=False, device="auto", random_state=0).fit(recs, mm, dm)
+    assert lens.device_ == ("cuda" if torch.cuda.is_available() else "cpu")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_matches_cpu(planted, tmp_path):
+    recs, mm, dm = planted
+    kw = dict(dim=16, epochs=30, early_stopping=False, random_state=0)
+    cpu = ModelLens(device="cpu", **kw).fit(recs, mm, dm)
+    gpu = ModelLens(device="cuda", **kw).fit(recs, mm, dm)
+    a, b = cpu.predict(cpu.known_models_, "set0", "accuracy"), gpu.predict(cpu.known_models_, "set0", "accuracy")
+    np.testing.assert_allclose(a, b, atol=1e-3)
+    back = ModelLens.load(gpu.save(tmp_path / "g.pt"), device="cuda")
+    np.testing.assert_allclose(back.predict(cpu.known_models_, "set0", "accuracy"), b, atol=1e-5)

@@ -167,11 +167,14 @@ class ModelLens(BaseEstimator):
         device: ``"cpu"``, ``"cuda"`` or ``"auto"``.
         random_state: seed of initialisation and dropout.
 
-    Example:
-        >>> from modellens import ModelLens, load_mini_leaderboard
-        >>> lens = ModelLens(epochs=50, random_state=0).fit(load_mini_leaderboard())
-        >>> lens.rank("iris", ["rf-n200-d8", "knn-k5", "prior-mean"], "accuracy")[-1]
-        'prior-mean'
+    Example::
+
+        from modellens import ModelLens, load_mini_leaderboard
+        from modellens.data import dataset_meta, model_meta
+
+        lens = ModelLens(random_state=0).fit(load_mini_leaderboard(), model_meta(), dataset_meta())
+        lens.rank("iris", ["rf-n200-d8", "knn-k5", "prior-mean"], "accuracy")   # best first
+        lens.top_k_pool("wine", k=5)                                            # a router's pool
     """
 
     def __init__(self, dim=64, losses=LOSSES, id_dropout=0.3, text_encoder="tfidf", random_state=None, *,
@@ -190,6 +193,8 @@ class ModelLens(BaseEstimator):
             raise ValueError(f"views must be a subset of {VIEWS}, got {views!r}")
         check_int(text_dim, "text_dim", minimum=1)
         check_float(name_dropout, "name_dropout", minimum=0, maximum=1)
+        if not isinstance(device, str) or device.split(":")[0].strip().lower() not in ("auto", "cpu", "cuda"):
+            raise ValueError(f"device must be 'auto', 'cpu' or 'cuda[:N]', got {device!r}")
         if random_state is not None:
             check_int(random_state, "random_state", minimum=0)
         self.dim, self.losses, self.id_dropout, self.text_encoder = dim, losses, id_dropout, text_encoder
