@@ -89,7 +89,7 @@ def test_rate_is_live_at_initialisation_and_parameterisations():
     cell = HebbianRNNCell(3, 4, eta=0.2, decay=0.6)
     assert abs(float(cell.eta.detach()) - 0.2) < 1e-6 and abs(float(cell.decay.detach()) - 0.6) < 1e-6
     cell.decay_raw.data.fill_(50.0)
-    assert 0 < float(cell.decay) <= 1
+    assert 0 < float(cell.decay.detach()) <= 1
 
 
 def test_bad_arguments():

@@ -90,6 +90,8 @@ def run(cfg, out_dir: Path | None = None) -> dict:
     transfer: dict = {}
     predictive: dict = {}
     lrs = [float(v) for v in c["pilot"]["lrs"]]
+    grid = {m: list(lrs) for m in models}
+    extended = dict.fromkeys(models, 0)
 
     def main_jobs(m):
         return [(("train", m, s), "train", {**base, "model": m, "seed": s, "lr": lr_of[m],
@@ -111,11 +113,18 @@ def run(cfg, out_dir: Path | None = None) -> dict:
         if what == "pilot":
             _, m, lr = key
             pilot_scores[m][lr] = res["score"]
-            if len(pilot_scores[m]) == len(lrs):
-                lr_of[m], _ = _pick_lr(pilot_scores[m], lrs)
-                log.info("pilot %s: lr %g (scores %s)", m, lr_of[m], pilot_scores[m])
-                return main_jobs(m) + (hebb_dependants() if m == "hebb" else [])
-            return []
+            if len(pilot_scores[m]) < len(grid[m]):
+                return []
+            best, edge = _pick_lr(pilot_scores[m], grid[m])
+            if edge and extended[m] < int(c["pilot"]["max_extensions"]):  # best on the grid's edge: extend it
+                extended[m] += 1
+                new = best / 3 if best == min(grid[m]) else best * 3
+                grid[m] = sorted([*grid[m], new])
+                log.info("pilot %s: best lr %g on the grid's edge, trying %g", m, best, new)
+                return [pilot_job(m, new)]
+            lr_of[m] = best
+            log.info("pilot %s: lr %g (scores %s)", m, lr_of[m], pilot_scores[m])
+            return main_jobs(m) + (hebb_dependants() if m == "hebb" else [])
         if what == "train":
             _, m, s = key
             trained[(m, s)] = res
@@ -133,14 +142,18 @@ def run(cfg, out_dir: Path | None = None) -> dict:
         return []
 
     pilot_seed = int(c["pilot"]["seed"])
-    jobs = [(("pilot", m, lr), "pilot", {**base, "model": m, "seed": pilot_seed, "lr": lr,
-                                          "episodes": int(c["pilot"]["episodes"])}, 5 if m == "hebb" else 0)
-            for m in models for lr in lrs]
+
+    def pilot_job(m, lr):
+        return (("pilot", m, lr), "pilot", {**base, "model": m, "seed": pilot_seed, "lr": lr,
+                                            "episodes": int(c["pilot"]["episodes"])}, 5 if m == "hebb" else 0)
+
+    jobs = [pilot_job(m, lr) for m in models for lr in lrs]
     with timer(timings, "jobs_s"):
         ex.run_jobs(jobs, on_done, workers=int(c["workers"]))
     claims, checks, metrics, extra = [], identity_checks(tc), [], {}
     extra["learning_rates"] = lr_of
-    extra["lr_on_grid_edge"] = {m: _pick_lr(pilot_scores[m], lrs)[1] for m in models}
+    extra["lr_on_grid_edge"] = {m: _pick_lr(pilot_scores[m], grid[m])[1] for m in models}
+    extra["lr_grid_extensions"] = extended
     extra["pilot_scores"] = {m: {str(k): v for k, v in d.items()} for m, d in pilot_scores.items()}
     for (m, s), r in sorted(trained.items()):
         g = r["geometry"]
@@ -246,6 +259,12 @@ def run(cfg, out_dir: Path | None = None) -> dict:
                             "prediction_loss": r["prediction_loss"], "seconds": r["seconds"]})
     extra["learning_curves"] = {f"{m}_{s}": r["history"]["evals"] for (m, s), r in trained.items()}
     hebb0 = trained[("hebb", seeds[0])]["state_dict"]
+    if out_dir is not None:  # the first seed's trained models, one self-contained file each (hebbrnn evaluate)
+        for m in models:
+            model = ex.make_model(m, tc, H, seeds[0])
+            model.load_state_dict(trained[(m, seeds[0])]["state_dict"])
+            model.save(Path(out_dir) / f"model_{m}_seed{seeds[0]}.pt")
+        extra["saved_models"] = [f"model_{m}_seed{seeds[0]}.pt" for m in models]
 
     def plots(out_dir):
         from hebbrnn import plot
