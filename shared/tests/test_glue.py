@@ -109,3 +109,44 @@ def test_threads_reach_xla_when_jax_is_imported_but_not_started():
             "set_threads(1); print(os.environ['XLA_FLAGS'])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "intra_op_parallelism_threads=1" in out
+
+
+def test_verbs_dispatch_to_their_own_config(monkeypatch, tmp_path):
+    """``hydra_cli(verbs=...)``: ``pkg VERB key=value`` runs the verb's function with ``conf/VERB.yaml``;
+    anything else runs the experiments; ``--help`` lists the verbs."""
+    import json
+
+    from paperworks.hydra_glue import hydra_cli
+
+    conf = tmp_path / "verbpkg" / "conf"
+    (conf / "experiment").mkdir(parents=True)
+    (tmp_path / "verbpkg" / "__init__.py").write_text('"""A fake package with a verb."""\n')
+    (conf / "__init__.py").write_text("")
+    common = "seed: 0\ndevice: cpu\nthreads: 1\n"
+    (conf / "config.yaml").write_text("defaults:\n  - _self_\n  - experiment: smoke\n" + common)
+    (conf / "experiment" / "smoke.yaml").write_text("# @package _global_\nexperiment:\n  name: smoke\n")
+    (conf / "sample.yaml").write_text(common + "n: 3\nexperiment:\n  name: sample\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    calls = []
+
+    from paperworks import Claim
+
+    def check():
+        return [Claim.check("ok", "s", "m", 0.0, threshold=0.0, better="lower")]
+
+    def run(cfg, out_dir=None):
+        calls.append(("run", cfg.experiment.name))
+        return {"claims": [], "checks": check(), "metrics": []}
+
+    def sample(cfg, out_dir=None):
+        calls.append(("sample", int(cfg.n)))
+        return {"claims": [], "checks": check(), "metrics": [], "extra": {"n": int(cfg.n)}}
+
+    main = hydra_cli("verbpkg", run, verbs={"sample": sample})
+    monkeypatch.setattr(sys, "argv", ["verbpkg", "sample", "n=5", f"hydra.run.dir={tmp_path / 's'}"])
+    main()
+    monkeypatch.setattr(sys, "argv", ["verbpkg", f"hydra.run.dir={tmp_path / 'e'}"])
+    main()
+    assert calls == [("sample", 5), ("run", "smoke")]
+    assert json.loads((tmp_path / "s" / "results.json").read_text())["extra"] == {"n": 5}
+    assert "verbpkg sample key=value" in help_text("verbpkg", ["sample"])

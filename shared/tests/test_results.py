@@ -1,4 +1,5 @@
 import json
+import sys
 
 import numpy as np
 import pytest
@@ -97,6 +98,8 @@ def test_git_commit_scopes_dirtiness_to_the_package(tmp_path, monkeypatch):
     from paperworks.results import git_commit
 
     monkeypatch.delenv("PAPERWORKS_GIT_COMMIT", raising=False)
+    # a run that did not import paperworks.lm (other tests of this session may have imported it)
+    monkeypatch.delitem(sys.modules, "paperworks.lm", raising=False)
     run = lambda *a: subprocess.run(["git", "-C", str(tmp_path), *a], check=True, capture_output=True)  # noqa: E731
     run("init", "-q")
     for d in ("packages/a", "packages/b", "shared/src/paperworks/lm", "shared/tests"):

@@ -93,23 +93,6 @@ def test_diagnose_and_predict_verbs_on_a_users_features(tmp_path):
     assert [int(r.split(",")[1]) for r in lines] == m.predict(X[:30][ok]).tolist()
 
 
-def test_cli_dispatches_the_verbs(monkeypatch):
-    import sys
-
-    from tcgap import cli
-
-    seen = []
-    monkeypatch.setattr(cli, "_verbs", {"diagnose": lambda: seen.append(("diagnose", sys.argv[1:])),
-                                        "predict": lambda: seen.append(("predict", sys.argv[1:]))})
-    monkeypatch.setattr(cli, "_experiments", lambda: seen.append(("experiments", sys.argv[1:])))
-    for argv in (["tcgap", "predict", "model=m.pt"], ["tcgap", "diagnose", "data.path=f.npz"],
-                 ["tcgap", "experiment=smoke"]):
-        monkeypatch.setattr(sys, "argv", list(argv))
-        cli.main()
-    assert seen == [("predict", ["model=m.pt"]), ("diagnose", ["data.path=f.npz"]),
-                    ("experiments", ["experiment=smoke"])]
-
-
 def test_diagnose_bad_input(tmp_path):
     import numpy as np
     import pytest

@@ -59,4 +59,4 @@ __all__ = [
     "write_metrics_csv",
     "write_results",
 ]
-__version__ = "0.2.1"
+__version__ = "0.2.2"

@@ -28,7 +28,7 @@ import importlib
 import logging
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -157,8 +157,8 @@ def experiments(package: str) -> list[dict]:
     return out
 
 
-def help_text(package: str) -> str:
-    """What ``<package> --help`` prints: the experiments, the common keys, Hydra's own flags."""
+def help_text(package: str, verbs: Sequence[str] = ()) -> str:
+    """What ``<package> --help`` prints: the experiments, the verbs, the common keys, Hydra's own flags."""
     mod = importlib.import_module(package)
     summary = (mod.__doc__ or "").strip().splitlines()[0] if mod.__doc__ else package
     for sep in (" — ", " -- ", " - ", ": "):  # a docstring that starts with the package's own name
@@ -169,6 +169,9 @@ def help_text(package: str) -> str:
     for e in experiments(package):
         when = f" ({e['expected_time']})" if e["expected_time"] else ""
         lines.append(f"  {e['name']:<8}{when} {e['description']}".rstrip())
+    if verbs:
+        lines += ["", "verbs (their own config; `<package> VERB --cfg job` shows it):"]
+        lines += [f"  {package} {v} key=value ..." for v in verbs]
     lines += ["", "common keys:",
               "  seed=INT        index of the seed block (seeds seed*N .. seed*N+N-1 when seeds=N)",
               "  seeds=N|[..]    how many seeds (or which)",
@@ -181,8 +184,29 @@ def help_text(package: str) -> str:
     return "\n".join(lines)
 
 
-def hydra_cli(package: str, run: Callable, config_name: str = "config") -> Callable[[], None]:
-    """Build the console-script ``main`` for ``package`` (config in ``<package>/conf``)."""
+def hydra_cli(package: str, run: Callable, config_name: str = "config", *,
+              verbs: Mapping[str, Callable] | None = None) -> Callable[[], None]:
+    """Build the console-script ``main`` for ``package`` (config in ``<package>/conf``).
+
+    ``verbs``: ``{name: run_fn}`` for ``<package> NAME key=value ...`` (e.g. ``sample``, ``predict``):
+    each runs ``run_fn`` like an experiment, with its own ``conf/NAME.yaml``.
+    """
+    if verbs:
+        main_experiments = hydra_cli(package, run, config_name)
+        dispatch = {name: hydra_cli(package, fn, config_name=name) for name, fn in verbs.items()}
+
+        def main_with_verbs() -> None:
+            if len(sys.argv) > 1 and sys.argv[1] in dispatch:
+                dispatch[sys.argv.pop(1)]()
+                return
+            if any(a in ("--help", "-h") for a in sys.argv[1:]):
+                print(help_text(package, list(dispatch)))
+                return
+            main_experiments()
+
+        main_with_verbs.__name__ = "main"
+        return main_with_verbs
+
     import hydra
     from hydra.core.hydra_config import HydraConfig
 
