@@ -39,6 +39,8 @@ def test_training_resumes_to_the_same_weights(tmp_path):
     resumed = train(small_model(), data, op, 4, batch=2, lr=1e-2, seed=0, ckpt=ck, every=2, resume=True)
     for a, b in zip(full.parameters(), resumed.parameters()):
         torch.testing.assert_close(a, b)
+    with pytest.raises(FileNotFoundError, match="no checkpoint"):     # never a silent fresh start
+        train(small_model(), data, op, 4, batch=2, lr=1e-2, seed=0, ckpt=tmp_path / "missing.pt", resume=True)
 
 
 def test_rollout_keeps_the_context_and_centroids_find_the_square():

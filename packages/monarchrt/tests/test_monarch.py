@@ -144,6 +144,10 @@ def test_gradients_flow_in_the_reference(gen):
     (dict(num_iters=1.5), TypeError, "num_iters"),
     (dict(causal_frames=True, chunk_frames=3), ValueError, "chunk_frames"),
     (dict(backend="cuda"), ValueError, "backend"),
+    (dict(causal_frames="False"), TypeError, "causal_frames must be a bool"),   # a string would switch it on
+    (dict(layout=(4.5, 4, 4)), TypeError, "layout\\[0\\]"),                 # not truncated to 4 frames
+    (dict(chunk_frames=2), ValueError, "chunk_frames needs causal_frames"),
+    (dict(f_tied=1), TypeError, "f_tied"),
 ])
 def test_bad_input_raises_a_clear_error(gen, kwargs, err, match):
     q, k, v = qkv(gen)
@@ -162,3 +166,30 @@ def test_bad_tensors_raise_clear_errors(gen):
         monarch_attention(q, k.to("meta"), v, LAYOUT)
     with pytest.raises(ValueError, match="shape"):
         monarch_attention(q[0], k, v, LAYOUT)
+
+
+def test_empty_batch_and_module_knobs_are_checked_up_front(gen):
+    q, k, v = qkv(gen)
+    with pytest.raises(ValueError, match="non-empty"):
+        monarch_attention(q[:0], k[:0], v[:0], LAYOUT)
+    for knobs, err in [(dict(num_iters=0), ValueError), (dict(causal_frames="yes"), TypeError),
+                       (dict(backend="cuda"), ValueError), (dict(scale=-1.0), ValueError),
+                       (dict(blocks=(1, 4, 4)), TypeError)]:
+        with pytest.raises(err):
+            MonarchAttention(LAYOUT, **knobs)                            # at construction, not at the first call
+
+
+def test_grouped_query_attention_equals_repeated_kv_heads(gen):
+    """``enable_gqa=True`` as in SDPA: 4 query heads on 2 key/value heads equal the same call with each
+    key/value head repeated for its query heads; without the flag the shapes are refused."""
+    n = LAYOUT[0] * LAYOUT[1] * LAYOUT[2]
+    q = torch.randn(2, 4, n, 8, generator=gen)
+    k, v = torch.randn(2, 2, n, 8, generator=gen), torch.randn(2, 2, n, 8, generator=gen)
+    out = monarch_attention(q, k, v, LAYOUT, backend="torch", enable_gqa=True)
+    ref = monarch_attention(q, k.repeat_interleave(2, 1), v.repeat_interleave(2, 1), LAYOUT, backend="torch")
+    torch.testing.assert_close(out, ref)
+    assert not torch.allclose(out[:, 0], out[:, 2])                     # heads 0 and 2 use different kv heads
+    with pytest.raises(ValueError, match="enable_gqa"):
+        monarch_attention(q, k, v, LAYOUT)
+    with pytest.raises(ValueError, match="multiple"):
+        monarch_attention(q[:, :3], k, v, LAYOUT, enable_gqa=True)

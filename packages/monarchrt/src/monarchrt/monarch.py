@@ -39,11 +39,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from einops import rearrange
 from torch import nn
 
 from monarchrt.kernels import block_attention, block_attention_ref
+from paperworks import check_float, check_int
 
 
 @dataclass(frozen=True)
@@ -130,11 +132,15 @@ class MonarchPlan:
 
 
 def _as_int(name, x, minimum=1):
-    if isinstance(x, bool) or not isinstance(x, int):
-        raise TypeError(f"{name} must be an int, got {type(x).__name__}")
-    if x < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {x}")
-    return x
+    """``x`` as an int (Python or NumPy integers; bools, floats such as 4.5 and strings refused)."""
+    return check_int(x, name, minimum=minimum)
+
+
+def _as_bool(name, x) -> bool:
+    """A real bool (``"False"`` is a non-empty string, so it would switch a knob on)."""
+    if isinstance(x, (bool, np.bool_)):
+        return bool(x)
+    raise TypeError(f"{name} must be a bool, got {type(x).__name__} {x!r}")
 
 
 def make_plan(layout, *, block=None, h_reduce: int = 1, w_reduce: int = 1, f_tied: bool = True,
@@ -142,11 +148,15 @@ def make_plan(layout, *, block=None, h_reduce: int = 1, w_reduce: int = 1, f_tie
     """Validate the knobs and build the :class:`MonarchPlan` (see :func:`monarch_attention`)."""
     if not isinstance(layout, (tuple, list)) or len(layout) != 3:
         raise ValueError(f"layout must be a (frames, height, width) triple, got {layout!r}")
-    F, H, W = (_as_int(f"layout[{i}]", int(x) if not isinstance(x, bool) else x) for i, x in enumerate(layout))
+    F, H, W = (_as_int(f"layout[{i}]", x) for i, x in enumerate(layout))
+    causal_frames, f_tied = _as_bool("causal_frames", causal_frames), _as_bool("f_tied", f_tied)
+    if chunk_frames is not None and not causal_frames:
+        raise ValueError("chunk_frames needs causal_frames=True (without it every frame attends to every frame, "
+                         "so chunk_frames would be ignored)")
     block = (1, H, W) if block is None else tuple(block)
     if len(block) != 3:
         raise ValueError(f"block must be a (bf, bh, bw) triple, got {block!r}")
-    bf, bh, bw = (_as_int(f"block[{i}]", int(x)) for i, x in enumerate(block))
+    bf, bh, bw = (_as_int(f"block[{i}]", x) for i, x in enumerate(block))
     for name, size, dim in (("block[0]", bf, F), ("block[1]", bh, H), ("block[2]", bw, W)):
         if dim % size:
             raise ValueError(f"{name}={size} must divide the layout dimension {dim}")
@@ -167,7 +177,7 @@ def make_plan(layout, *, block=None, h_reduce: int = 1, w_reduce: int = 1, f_tie
     return MonarchPlan(F, H, W, bf, bh, bw, h_reduce, w_reduce, gf, bool(causal_frames), chunk)
 
 
-def _check_qkv(q, k, v, N=None):
+def _check_qkv(q, k, v, N=None, enable_gqa: bool = False):
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
@@ -179,10 +189,18 @@ def _check_qkv(q, k, v, N=None):
         raise TypeError(f"q, k, v must share a dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
     if not (q.device == k.device == v.device):
         raise ValueError(f"q, k, v must be on one device, got {q.device}, {k.device}, {v.device}")
-    if not (q.ndim == k.ndim == v.ndim) or q.shape[:-2] != k.shape[:-2] or k.shape[:-1] != v.shape[:-1]:
-        raise ValueError(f"incompatible shapes q={tuple(q.shape)} k={tuple(k.shape)} v={tuple(v.shape)}")
+    gqa_heads = q.ndim == k.ndim == 4 and q.shape[0] == k.shape[0] and q.shape[1] != k.shape[1]
+    if not (q.ndim == k.ndim == v.ndim) or k.shape[:-1] != v.shape[:-1] or (
+            q.shape[:-2] != k.shape[:-2] and not (enable_gqa and gqa_heads)):
+        raise ValueError(f"incompatible shapes q={tuple(q.shape)} k={tuple(k.shape)} v={tuple(v.shape)}"
+                         + (" (fewer key/value heads than query heads: pass enable_gqa=True)" if gqa_heads else ""))
+    if enable_gqa and q.ndim == 4 and q.shape[-3] % k.shape[-3]:
+        raise ValueError(f"enable_gqa: the query heads ({q.shape[-3]}) must be a multiple of the key/value heads "
+                         f"({k.shape[-3]})")
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(f"q and k must share the head dim, got {q.shape[-1]} and {k.shape[-1]}")
+    if q.numel() == 0 or k.numel() == 0 or v.numel() == 0:
+        raise ValueError(f"q, k, v must be non-empty, got shapes {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
     if N is not None and (q.shape[-2] != N or k.shape[-2] != N):
         raise ValueError(f"the token count must equal frames*height*width={N} of layout, "
                          f"got q: {q.shape[-2]}, k: {k.shape[-2]}")
@@ -241,7 +259,7 @@ def _flatten(q, k, v):
 
 def monarch_attention(q, k, v, layout, num_iters: int = 1, causal_frames: bool = False, *, block=None,
                       h_reduce: int = 1, w_reduce: int = 1, f_tied: bool = True, chunk_frames: int | None = None,
-                      scale: float | None = None, backend: str = "auto"):
+                      scale: float | None = None, backend: str = "auto", enable_gqa: bool = False):
     """Monarch attention with SDPA shapes: q, k (..., N, d), v (..., N, e) → (..., N, e).
 
     Args:
@@ -254,6 +272,8 @@ def monarch_attention(q, k, v, layout, num_iters: int = 1, causal_frames: bool =
         h_reduce, w_reduce, f_tied: tiled-Monarch knobs (module docstring).
         scale: logit scale, default ``1/sqrt(d)``.
         backend: ``"auto"`` (the paperworks dispatcher: Triton where it runs), ``"torch"`` (reference).
+        enable_gqa: grouped-query attention as in ``F.scaled_dot_product_attention``: ``k``/``v`` may
+            have fewer heads (dim −3) than ``q``, each serving ``q_heads / kv_heads`` consecutive query heads.
 
     Example:
         >>> q = k = v = torch.randn(1, 2, 4 * 8 * 8, 16)
@@ -262,10 +282,14 @@ def monarch_attention(q, k, v, layout, num_iters: int = 1, causal_frames: bool =
     """
     plan = make_plan(layout, block=block, h_reduce=h_reduce, w_reduce=w_reduce, f_tied=f_tied,
                      causal_frames=causal_frames, chunk_frames=chunk_frames)
-    _check_qkv(q, k, v, plan.N)
+    enable_gqa = _as_bool("enable_gqa", enable_gqa)
+    _check_qkv(q, k, v, plan.N, enable_gqa)
     _as_int("num_iters", num_iters)
     if backend not in ("auto", "torch"):
         raise ValueError(f"backend must be 'auto' or 'torch', got {backend!r}")
+    if enable_gqa and q.ndim == 4 and k.shape[-3] != q.shape[-3]:
+        rep = q.shape[-3] // k.shape[-3]
+        k, v = k.repeat_interleave(rep, dim=-3), v.repeat_interleave(rep, dim=-3)
     attend = block_attention if backend == "auto" else block_attention_ref
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
     lead, q, k, v = _flatten(q, k, v)
@@ -317,9 +341,21 @@ class MonarchAttention(nn.Module):
 
     def __init__(self, layout, *, num_iters: int = 1, causal_frames: bool = False, **knobs):
         super().__init__()
+        # every knob is checked here, not at the first call
+        unknown = set(knobs) - {"block", "h_reduce", "w_reduce", "f_tied", "chunk_frames", "scale", "backend",
+                                "enable_gqa"}
+        if unknown:
+            raise TypeError(f"MonarchAttention got unknown knobs {sorted(unknown)}")
         self.plan = make_plan(layout, causal_frames=causal_frames, **{k: v for k, v in knobs.items()
-                                                                      if k not in ("scale", "backend")})
-        self.layout, self.num_iters, self.causal_frames, self.knobs = tuple(layout), num_iters, causal_frames, knobs
+                                                                      if k not in ("scale", "backend", "enable_gqa")})
+        num_iters = _as_int("num_iters", num_iters)
+        if knobs.get("backend", "auto") not in ("auto", "torch"):
+            raise ValueError(f"backend must be 'auto' or 'torch', got {knobs['backend']!r}")
+        if knobs.get("scale") is not None:
+            check_float(knobs["scale"], "scale", minimum=0.0, open_minimum=True)
+        _as_bool("enable_gqa", knobs.get("enable_gqa", False))
+        self.layout = tuple(int(x) for x in layout)
+        self.num_iters, self.causal_frames, self.knobs = num_iters, bool(causal_frames), knobs
 
     def forward(self, q, k, v):
         return monarch_attention(q, k, v, self.layout, self.num_iters, self.causal_frames, **self.knobs)
@@ -340,7 +376,7 @@ def monarch_chunk_attention(q, k, v, frame_shape, *, chunk_frames: int = 1, num_
     ``monarch_attention(..., causal_frames=True, chunk_frames=chunk_frames)`` over the whole video,
     because classes never mix chunks and a chunk sees every block of its own and earlier chunks.
     """
-    H, W = (int(x) for x in frame_shape)
+    H, W = (_as_int(f"frame_shape[{i}]", x) for i, x in enumerate(frame_shape))
     cf = _as_int("chunk_frames", chunk_frames)
     _check_qkv(q, k, v)
     if q.shape[-2] != cf * H * W or k.shape[-2] % (cf * H * W):
@@ -372,7 +408,7 @@ class MonarchKVCache:
     """
 
     def __init__(self, frame_shape, *, chunk_frames: int = 1, num_iters: int = 1, **knobs):
-        self.H, self.W = (int(x) for x in frame_shape)
+        self.H, self.W = (_as_int(f"frame_shape[{i}]", x) for i, x in enumerate(frame_shape))
         self.chunk_frames, self.num_iters, self.knobs = _as_int("chunk_frames", chunk_frames), num_iters, knobs
         self.k = self.v = None
 

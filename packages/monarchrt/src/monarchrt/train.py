@@ -28,6 +28,7 @@ from tqdm import tqdm
 
 from monarchrt.data import bouncing_squares
 from monarchrt.dit import AttentionOp, TinyVideoDiT, flow_matching_terms
+from paperworks import atomic_write_text
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +84,11 @@ def train(model, data, attn, steps: int, *, batch: int, lr: float, seed: int, ck
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     g = torch.Generator().manual_seed(seed)
     start = 0
-    if resume and ckpt is not None and Path(ckpt).exists():
+    if resume and (ckpt is None or not Path(ckpt).exists()):
+        # a silent fresh start would look like a resumed run (Hydra makes a new run directory each time)
+        raise FileNotFoundError(f"{tag}: resume=true but there is no checkpoint at {ckpt}; point the run at the "
+                                "earlier run's directory (hydra.run.dir=<it> / --out <it>) or drop resume")
+    if resume:
         st = torch.load(ckpt, weights_only=True, map_location="cpu")
         model.load_state_dict(st["model"])
         opt.load_state_dict(st["opt"])
@@ -132,8 +137,8 @@ def train_dit(dc, out_dir: Path, *, seed: int = 0, resume: bool = False):
           every=max(1, int(dc.checkpoint_every)), resume=resume, tag=f"dit rank {rank}/{size}")
     if rank == 0:
         _save(out_dir / "model.pt", model.state_dict())
-        (out_dir / "train_log.json").write_text(json.dumps(dict(world_size=size, steps=int(dc.steps),
-                                                                losses=model.loss_history)))
+        atomic_write_text(out_dir / "train_log.json", json.dumps(dict(world_size=size, steps=int(dc.steps),
+                                                                      losses=model.loss_history)))
     return model
 
 
