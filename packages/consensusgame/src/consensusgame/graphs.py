@@ -113,17 +113,21 @@ def from_networkx(g: nx.Graph, *, name: str | None = None) -> Graph:
     return from_edge_list(edges, len(idx), name=name or g.name or "networkx")
 
 
+def _fields(path, comments: str):
+    """The whitespace- or comma-separated fields of every non-empty, non-comment line of a text file."""
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        line = line.split(comments, 1)[0].strip()
+        if line:
+            yield line.replace(",", " ").split()
+
+
 def load_edge_list(path, n_nodes: int | None = None, *, comments: str = "#") -> tuple[Graph, int]:
     """Read a whitespace- or comma-separated ``u v`` file of integer ids.
 
     Bad rows (not two integers) are skipped and counted. Returns ``(graph, n_skipped)``.
     """
     rows, skipped = [], 0
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        line = line.split(comments, 1)[0].strip()
-        if not line:
-            continue
-        parts = line.replace(",", " ").split()
+    for parts in _fields(path, comments):
         try:
             if len(parts) < 2:
                 raise ValueError
@@ -143,11 +147,7 @@ def load_engagement(path, n_nodes: int, *, comments: str = "#") -> tuple[np.ndar
     n_nodes = _check_int("n_nodes", n_nodes, 1)
     values = np.full(n_nodes, np.nan)
     skipped = 0
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        line = line.split(comments, 1)[0].strip()
-        if not line:
-            continue
-        parts = line.replace(",", " ").split()
+    for parts in _fields(path, comments):
         try:
             if len(parts) < 2:
                 raise ValueError
