@@ -116,3 +116,16 @@ def test_bad_inputs(base, lc):
     with pytest.raises(TypeError, match="train_loader must be an iterable"):
         cl.learn_task(X, epochs=1, lr=1e-2)
     assert cl.task == 0
+
+
+def test_float64_model_takes_float32_batches(base, lc):
+    from m2le import empirical_fisher
+    from m2le.data import domain_tasks
+
+    t = domain_tasks(0, T=1)[0]
+    cl = M2LE(copy.deepcopy(base).double(), lc, seed=0)
+    model = cl.learn_task(t.loader(batch_size=256, seed=0), epochs=1, lr=1e-2)  # float32 batches
+    assert model.fc1.weight.dtype == torch.float64 and cl.fisher_prev["fc1.weight"].dtype == torch.float64
+    assert accuracy(model, t.X_test, t.y_test) > 0.1
+    F = empirical_fisher(model, [(torch.as_tensor(t.X[:16]), torch.as_tensor(t.y[:16]))], params=["fc2.weight"])
+    assert F["fc2.weight"].dtype == torch.float64

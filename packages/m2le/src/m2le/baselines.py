@@ -66,4 +66,7 @@ def joint_training(model, lora_config, tasks, *, epochs: int, lr: float, batch_s
 
 def accuracy(model, X, y) -> float:
     with torch.no_grad():
-        return float((model(torch.as_tensor(X, dtype=torch.float32)).argmax(1).numpy() == y).mean())
+        from m2le.fisher import to_model
+
+        x, _ = to_model(model, torch.as_tensor(X), torch.as_tensor(y))
+        return float((model(x).argmax(1).cpu().numpy() == y).mean())

@@ -83,9 +83,12 @@ def run_all(cfg, seeds) -> tuple[list[dict], dict]:
 
     rows, art = [], {"acc": {}, "m": {}, "alpha": {}, "pred_classes": {}}
     methods = list(cfg.methods)
+    from paperworks import resolve_device
+
+    device = resolve_device(str(cfg.device))
     for seed in seeds:
         torch.manual_seed(seed)
-        base = pretrain(seed, epochs=int(cfg.pretrain_epochs))
+        base = pretrain(seed, epochs=int(cfg.pretrain_epochs)).to(device)
         for sname, tasks in streams(cfg, seed):
             for method in tqdm(methods, desc=f"seed {seed} {sname}", disable=None):
                 if method == "joint":
@@ -99,7 +102,7 @@ def run_all(cfg, seeds) -> tuple[list[dict], dict]:
                 if sname == "class":  # no task ID: which of the 10 classes the final model predicts
                     X = np.concatenate([t.X_test for t in tasks])
                     with torch.no_grad():
-                        pred = ln.model(torch.as_tensor(X)).argmax(1).numpy()
+                        pred = ln.model(torch.as_tensor(X).to(device)).argmax(1).cpu().numpy()
                     row["pred_classes"] = int(len(np.unique(pred)))
                 rows.append(row)
                 if seed == seeds[0]:
@@ -107,7 +110,7 @@ def run_all(cfg, seeds) -> tuple[list[dict], dict]:
                     if method in ("m2le", "fisher") and ln.modulations and ln.modulations[-1]:
                         mm = ln.modulations[-1]
                         if all(v is not None for v in mm.values()):
-                            art["m"][(sname, method)] = {k: v.detach().numpy().ravel() for k, v in mm.items()}
+                            art["m"][(sname, method)] = {k: v.detach().cpu().numpy().ravel() for k, v in mm.items()}
                     if method == "scalar":
                         art["alpha"][sname] = [float(next(iter(m.values()))) for m in ln.modulations]
                 log.info("seed %d %s %s final %.3f aaa %.3f", seed, sname, method, row.get("final_acc", np.nan),

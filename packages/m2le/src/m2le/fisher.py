@@ -24,6 +24,16 @@ def _batches(loader, name: str = "loader"):
         yield b[0], b[1]
 
 
+def to_model(model: nn.Module, x, y):
+    """Move a batch to the model's device; floating inputs take the model's floating dtype."""
+    p = next(iter(model.parameters()), None)
+    x, y = torch.as_tensor(x), torch.as_tensor(y)
+    if p is None:
+        return x, y
+    x = x.to(p.device, p.dtype) if x.is_floating_point() and p.is_floating_point() else x.to(p.device)
+    return x, y.to(p.device)
+
+
 def check_labels(logits: torch.Tensor, y: torch.Tensor, name: str = "labels") -> torch.Tensor:
     """y as int64, or a clear error when it is not integer or lies outside the head's classes."""
     if y.dtype.is_floating_point or y.dtype == torch.bool or y.ndim != 1:
@@ -81,6 +91,7 @@ def empirical_fisher(model: nn.Module, loader, params=None) -> dict[str, torch.T
     model.eval()
     try:
         for x, y in _batches(loader):
+            x, y = to_model(model, x, y)
             store: dict[str, list] = {}
             hooks = [mod.register_forward_hook(_saver(m, store)) for m, mod in closed_mods.items()]
             try:
@@ -152,9 +163,10 @@ def _loop(model, loader, names, pmap, acc):
     n = 0
     with torch.enable_grad():
         for x, y in _batches(loader):
+            x, y = to_model(model, x, y)
             for i in range(len(y)):
                 out = model(x[i:i + 1])
-                loss = F.cross_entropy(out, torch.as_tensor(y[i:i + 1]).long())
+                loss = F.cross_entropy(out, y[i:i + 1].long())
                 gs = torch.autograd.grad(loss, [pmap[k] for k in names], allow_unused=True)
                 for k, g in zip(names, gs):
                     if g is not None:

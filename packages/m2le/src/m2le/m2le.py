@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from m2le.fisher import _batches, check_labels, empirical_fisher
+from m2le.fisher import _batches, check_labels, empirical_fisher, to_model
 from m2le.merge import MERGES, merge_lora
 
 _PREFIX = "base_model.model."
@@ -174,6 +174,7 @@ class M2LE:
         try:
             for epoch in range(epochs):
                 for x, y in _batches(train_loader, "train_loader"):
+                    x, y = to_model(self.model, x, y)
                     if self.tsp:
                         for n, p in self.targets.items():
                             current[n] = self._draw(p, self.fisher_prev[p])
@@ -272,7 +273,8 @@ class M2LE:
         path = Path(path)
         if not path.exists():
             raise FileNotFoundError(f"no checkpoint at {path}")
-        state = torch.load(path, weights_only=True)
+        p = next(iter(model.parameters()), None)
+        state = torch.load(path, weights_only=True, map_location=p.device if p is not None else "cpu")
         c = state["config"]
         obj = cls(model, LoraConfig(**c["lora"]), merge=c["merge"], tsp=c["tsp"] or False, damping=c["damping"],
                   epsilon=c["epsilon"])
