@@ -60,17 +60,3 @@ def test_evaluate_verb_bad_input(tmp_path):
     with pytest.raises(ValueError, match="cue channels"):
         run_evaluate(compose("hebbrnn", [f"model={tmp_path / 'm.pt'}", "task.n_items=4", "task.chunks=[2,2]"],
                              config_name="evaluate"))
-
-
-def test_cli_dispatches_the_evaluate_verb(monkeypatch):
-    import sys
-
-    from hebbrnn import cli
-
-    seen = []
-    monkeypatch.setattr(cli, "_verbs", {"evaluate": lambda: seen.append(("evaluate", sys.argv[1:]))})
-    monkeypatch.setattr(cli, "_experiments", lambda: seen.append(("experiments", sys.argv[1:])))
-    for argv in (["hebbrnn", "evaluate", "model=m.pt"], ["hebbrnn", "experiment=smoke"]):
-        monkeypatch.setattr(sys, "argv", list(argv))
-        cli.main()
-    assert seen == [("evaluate", ["model=m.pt"]), ("experiments", ["experiment=smoke"])]
