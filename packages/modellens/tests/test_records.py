@@ -66,6 +66,8 @@ def test_no_held_out_entity_crosses_a_split(mode, seed, n_models, n_datasets, fr
         cells = set(zip(sp.train["model"], sp.train["dataset"]))
         assert not cells & set(zip(sp.test["model"], sp.test["dataset"]))
     assert len(sp.train) + len(sp.test) <= len(recs)
+    train, test = sp                                          # unpacks like train_test_split
+    assert train is sp.train and test is sp.test
 
 
 def test_split_bad_arguments(tiny_records):

@@ -126,13 +126,19 @@ def normalise(records: pd.DataFrame, metric_directions: dict[str, bool] | None =
 
 @dataclass
 class Split:
-    """A cold-start split: ``train``/``test`` records and the held-out ``models``/``datasets``."""
+    """A cold-start split: ``train``/``test`` records and the held-out ``models``/``datasets``.
+
+    Unpacks like scikit-learn's ``train_test_split``: ``train, test = cold_start_split(records, mode)``.
+    """
 
     mode: str
     train: pd.DataFrame
     test: pd.DataFrame
     models: list[str] = field(default_factory=list)
     datasets: list[str] = field(default_factory=list)
+
+    def __iter__(self):
+        return iter((self.train, self.test))
 
 
 def _tokens(name: str) -> set[str]:
