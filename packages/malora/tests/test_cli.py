@@ -1,5 +1,4 @@
 import json
-import sys
 import warnings
 
 import numpy as np
@@ -102,18 +101,6 @@ def test_merge_verb_bad_input(saved, tmp_path):
                                      f"calibration={tmp / 'bad.npz'}", f"out={tmp / 'o'}"], config_name="merge"))
     with pytest.raises(ValueError, match="needs"):
         run_merge(compose("malora", [], config_name="merge"))
-
-
-def test_cli_dispatches_the_merge_verb(monkeypatch):
-    import malora.cli as cli
-
-    seen = []
-    monkeypatch.setattr(cli, "_experiments", lambda: seen.append(("exp", sys.argv[1:])))
-    monkeypatch.setattr(cli, "_verbs", {"merge": lambda: seen.append(("merge", sys.argv[1:]))})
-    for argv in (["malora", "merge", "out=x"], ["malora", "experiment=smoke"]):
-        monkeypatch.setattr(sys, "argv", list(argv))
-        cli.main()
-    assert seen == [("merge", ["out=x"]), ("exp", ["experiment=smoke"])]
 
 
 def test_bench_runs_in_miniature():
