@@ -44,7 +44,9 @@ THREAD_ENV = {
     "MKL_NUM_THREADS": "1",
     "OPENBLAS_NUM_THREADS": "1",
     "NUMEXPR_NUM_THREADS": "1",
-    "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
+    # real XLA flags only: XLA ignores every flag after a token without "--" (the TensorFlow-style
+    # "intra_op_parallelism_threads=1" once here hid the suites' own fast-compile flags)
+    "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false",
 }
 # Seconds per suite from a recent full run, used to start the longest suites first on a fresh clone;
 # later runs on the same machine use what they measured (seconds_file()).

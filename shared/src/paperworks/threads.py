@@ -34,10 +34,11 @@ def set_threads(spec="auto") -> int:
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ[var] = str(n)
     if n == 1 and not _xla_started():
+        # only real XLA flags: a token without "--" (e.g. TensorFlow's intra_op_parallelism_threads=1)
+        # makes XLA ignore every flag after it (measured: consensusgame's fast-compile flags were lost)
         flags = os.environ.get("XLA_FLAGS", "")
-        if "intra_op_parallelism_threads" not in flags:
-            os.environ["XLA_FLAGS"] = (flags + " --xla_cpu_multi_thread_eigen=false"
-                                       " intra_op_parallelism_threads=1").strip()
+        if "--xla_cpu_multi_thread_eigen" not in flags:
+            os.environ["XLA_FLAGS"] = (flags + " --xla_cpu_multi_thread_eigen=false").strip()
     try:
         from threadpoolctl import threadpool_limits
 
