@@ -3,9 +3,11 @@ import os
 # cheap XLA CPU compiles (the suite is dominated by compile time); set before JAX starts, added to any
 # flags already there (tools/run_tests.py -j 2 sets XLA_FLAGS to pin XLA's threads: with setdefault the
 # suite then compiled at full optimisation, 198 s instead of ~60 s cold)
+from consensusgame.run import FAST_COMPILE_FLAGS  # noqa: E402  (imports no JAX backend)
+
 _flags = os.environ.get("XLA_FLAGS", "")
 if "xla_backend_optimization_level" not in _flags:
-    os.environ["XLA_FLAGS"] = f"{_flags} --xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false".strip()
+    os.environ["XLA_FLAGS"] = f"{_flags} {FAST_COMPILE_FLAGS.format(level=0)}".strip()
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402

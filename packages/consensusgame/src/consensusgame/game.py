@@ -89,6 +89,15 @@ def _check_unit(name: str, value) -> None:
         raise ValueError(f"{name} must lie in [0, 1], got {value!r}")
 
 
+def _accuracy(signal_accuracy, n: int) -> np.ndarray:
+    """Checked signal accuracy: a scalar or ``(n,)`` values in [0, 1], as float32."""
+    _check_unit("signal_accuracy", signal_accuracy)
+    q = np.asarray(signal_accuracy, dtype=np.float32)
+    if q.ndim not in (0, 1) or (q.ndim == 1 and q.shape[0] != n):
+        raise ValueError(f"signal_accuracy must be a scalar or have shape ({n},), got {q.shape}")
+    return q
+
+
 def as_graph(graph) -> Graph:
     """A :class:`Graph` from a ``Graph``, a networkx graph or an ``(E, 2)`` integer edge array."""
     import networkx as nx
@@ -149,11 +158,8 @@ class ConsensusGame:
             raise ValueError(f"n_options must be >= 2, got {n_options}")
         if rounds < 1:
             raise ValueError(f"rounds must be >= 1, got {rounds}")
-        _check_unit("signal_accuracy", signal_accuracy)
+        q = _accuracy(signal_accuracy, graph.n_nodes)
         _check_unit("conformity", conformity)
-        q = np.asarray(signal_accuracy, dtype=np.float32)
-        if q.ndim not in (0, 1) or (q.ndim == 1 and q.shape[0] != graph.n_nodes):
-            raise ValueError(f"signal_accuracy must be a scalar or have shape ({graph.n_nodes},), got {q.shape}")
         self.graph = graph
         self.num_agents = graph.n_nodes
         self.n_options = int(n_options)
@@ -196,11 +202,7 @@ class ConsensusGame:
             _check_unit("conformity", conformity)
             p = p.replace(conformity=jnp.float32(conformity))
         if signal_accuracy is not None:
-            _check_unit("signal_accuracy", signal_accuracy)
-            q = np.asarray(signal_accuracy, dtype=np.float32)
-            if q.ndim not in (0, 1) or (q.ndim == 1 and q.shape[0] != self.num_agents):
-                raise ValueError(f"signal_accuracy must be a scalar or have shape ({self.num_agents},), got {q.shape}")
-            p = p.replace(signal_accuracy=jnp.asarray(q))
+            p = p.replace(signal_accuracy=jnp.asarray(_accuracy(signal_accuracy, self.num_agents)))
         if graph is not None:
             graph = as_graph(graph)
             if graph.n_nodes != self.num_agents or graph.kind != self.graph.kind:
@@ -241,15 +243,14 @@ class ConsensusGame:
         if self.graph.kind == "groups":
             tot = jax.ops.segment_sum(x, groups, num_segments=self.graph.n_groups)
             return tot[groups] - x
-        senders = self._senders if params is None or params.senders is None else params.senders
-        receivers = self._receivers if params is None or params.receivers is None else params.receivers
+        p = self.complete_params(params)
         # padded edges have receiver N: segment_sum drops ids outside [0, N)
-        return jax.ops.segment_sum(x[senders], receivers, num_segments=self.num_agents)
+        return jax.ops.segment_sum(x[p.senders], p.receivers, num_segments=self.num_agents)
 
     def degree(self, groups: jax.Array, params: EnvParams | None = None) -> jax.Array:
         if self.graph.kind == "groups":
             return self.neighbour_sum(jnp.ones(self.num_agents, jnp.float32), groups)
-        return self._static_degree if params is None or params.degree is None else params.degree
+        return self.complete_params(params).degree
 
     # API ------------------------------------------------------------------------------
 
