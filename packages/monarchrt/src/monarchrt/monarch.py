@@ -177,6 +177,16 @@ def make_plan(layout, *, block=None, h_reduce: int = 1, w_reduce: int = 1, f_tie
     return MonarchPlan(F, H, W, bf, bh, bw, h_reduce, w_reduce, gf, bool(causal_frames), chunk)
 
 
+def _check_call(num_iters, backend, scale, enable_gqa) -> tuple[int, bool]:
+    """The per-call knobs of :func:`monarch_attention` (also checked by ``MonarchAttention`` at construction)."""
+    num_iters = _as_int("num_iters", num_iters)
+    if backend not in ("auto", "torch"):
+        raise ValueError(f"backend must be 'auto' or 'torch', got {backend!r}")
+    if scale is not None:
+        check_float(scale, "scale", minimum=0.0, open_minimum=True)
+    return num_iters, _as_bool("enable_gqa", enable_gqa)
+
+
 def _check_qkv(q, k, v, N=None, enable_gqa: bool = False):
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, torch.Tensor):
@@ -282,11 +292,8 @@ def monarch_attention(q, k, v, layout, num_iters: int = 1, causal_frames: bool =
     """
     plan = make_plan(layout, block=block, h_reduce=h_reduce, w_reduce=w_reduce, f_tied=f_tied,
                      causal_frames=causal_frames, chunk_frames=chunk_frames)
-    enable_gqa = _as_bool("enable_gqa", enable_gqa)
+    num_iters, enable_gqa = _check_call(num_iters, backend, scale, enable_gqa)
     _check_qkv(q, k, v, plan.N, enable_gqa)
-    _as_int("num_iters", num_iters)
-    if backend not in ("auto", "torch"):
-        raise ValueError(f"backend must be 'auto' or 'torch', got {backend!r}")
     if enable_gqa and q.ndim == 4 and k.shape[-3] != q.shape[-3]:
         rep = q.shape[-3] // k.shape[-3]
         k, v = k.repeat_interleave(rep, dim=-3), v.repeat_interleave(rep, dim=-3)
@@ -348,12 +355,8 @@ class MonarchAttention(nn.Module):
             raise TypeError(f"MonarchAttention got unknown knobs {sorted(unknown)}")
         self.plan = make_plan(layout, causal_frames=causal_frames, **{k: v for k, v in knobs.items()
                                                                       if k not in ("scale", "backend", "enable_gqa")})
-        num_iters = _as_int("num_iters", num_iters)
-        if knobs.get("backend", "auto") not in ("auto", "torch"):
-            raise ValueError(f"backend must be 'auto' or 'torch', got {knobs['backend']!r}")
-        if knobs.get("scale") is not None:
-            check_float(knobs["scale"], "scale", minimum=0.0, open_minimum=True)
-        _as_bool("enable_gqa", knobs.get("enable_gqa", False))
+        num_iters, _ = _check_call(num_iters, knobs.get("backend", "auto"), knobs.get("scale"),
+                                   knobs.get("enable_gqa", False))
         self.layout = tuple(int(x) for x in layout)
         self.num_iters, self.causal_frames, self.knobs = num_iters, bool(causal_frames), knobs
 
