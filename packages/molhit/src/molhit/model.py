@@ -125,6 +125,15 @@ def _top_p(logp: torch.Tensor, top_p: float) -> torch.Tensor:
     return logp.masked_fill(drop_orig, float("-inf"))
 
 
+def _atomic_save(state: dict, path) -> None:
+    """``torch.save`` to a temporary file beside ``path``, then rename: never a half-written file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    torch.save(state, tmp)
+    os.replace(tmp, path)
+
+
 def make_process(name: str, K: int, T: int, phi=None, marginal=None):
     """The noise process ``name`` (hierarchical | absorbing | marginal) on K classes."""
     if name == "hierarchical":
@@ -333,13 +342,8 @@ class MolHIT:
             states = [None] * world
             dist.all_gather_object(states, gen.get_state())
         if rank == 0:
-            path = Path(path)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            state = {**self._spec(), "net": self.net.state_dict(), "opt": opt.state_dict(), "step": step,
-                     "losses": list(losses), "rng": states, "world_size": world}
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-            torch.save(state, tmp)
-            os.replace(tmp, path)
+            _atomic_save({**self._spec(), "net": self.net.state_dict(), "opt": opt.state_dict(), "step": step,
+                          "losses": list(losses), "rng": states, "world_size": world}, path)
         if world > 1:
             import torch.distributed as dist
 
@@ -371,12 +375,7 @@ class MolHIT:
         """Save the fitted model in one file: weights, atom encoding, process and its marginals, the
         training size distribution, denoiser sizes and ``cond_bins``; :meth:`load` needs nothing else
         (no training data). Written atomically; loadable with ``torch.load(weights_only=True)``."""
-        state = {**self._spec(), "net": self.net.state_dict()}
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        torch.save(state, tmp)
-        os.replace(tmp, path)
+        _atomic_save({**self._spec(), "net": self.net.state_dict()}, path)
 
     @classmethod
     def load(cls, path, *, device: str = "cpu") -> MolHIT:
