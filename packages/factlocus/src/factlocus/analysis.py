@@ -203,9 +203,7 @@ def patch_heads(model, data: PromptSet, *, part: str = "z", blocks: Sequence[int
     if any(not 0 <= b < n_blocks for b in blocks):
         raise ValueError(f"blocks must lie in [0, {n_blocks}), got {blocks}")
     sites = [s for b in blocks for s in acc.heads(b, part)]
-    for s in sites[:1]:
-        acc._hook_point(s)                                   # e.g. fused QKV: a clear error before any pass
-    res = patch_modules(model, data, modules=sites, **kw)
+    res = patch_modules(model, data, modules=sites, **kw)   # fused QKV: paperworks.lm's clear error, first pass
     info = {}
     for b in blocks:
         for h, s in enumerate(acc.heads(b, part)):
