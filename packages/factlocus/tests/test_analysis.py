@@ -10,6 +10,7 @@ from factlocus import (
     causal_scrub,
     patch_modules,
     patch_modules_naive,
+    patch_modules_per_module,
     path_patch,
     plant_recall_circuit,
     probe_modules,
@@ -75,8 +76,11 @@ def test_batched_patching_equals_the_naive_loop(planted):
     cf[~keep] = -1
     fast = patch_modules(model, sub, counterfactual=cf, chunk=7)["effect"]
     slow = patch_modules_naive(model, sub, counterfactual=cf)["effect"]
+    per = patch_modules_per_module(model, sub, counterfactual=cf, chunk=5)
+    assert per["n_pairs"] == int(keep.sum()) and per["coverage"] == pytest.approx(keep.mean())
     for m in fast:
         assert fast[m] == pytest.approx(slow[m], abs=1e-4)
+        assert per["effect"][m] == pytest.approx(slow[m], abs=1e-4)
 
 
 def test_every_analysis_runs_on_a_random_llama_with_gqa(llama_gqa):

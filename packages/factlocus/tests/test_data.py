@@ -33,18 +33,40 @@ def test_prompts_are_two_token_subjects_then_relation(world):
     assert len(ps) == world.n_facts and ps.answer_ids.max() < len(tok)
 
 
-@pytest.mark.parametrize("motif,coverage", [("independent", 0.9), ("subject", 0.9), ("answer", 0.2)])
-def test_matched_counterfactuals_satisfy_constraints(motif, coverage):
+@pytest.mark.parametrize("motif", ["independent", "subject", "answer"])
+def test_rank_matching_pairs_every_prompt_including_the_top_answer(motif):
     w = FactWorld(n_subjects=32, n_relations=4, n_answers=16, motif=motif, cluster=4, seed=2)
     f = w.facts()
     cf = matched_counterfactuals(f[:, 0], f[:, 1], f[:, 2], np.random.default_rng(0))
     check_counterfactuals(cf, f[:, 0], f[:, 1], f[:, 2])
+    assert (cf >= 0).all()                     # every prompt has a candidate in these worlds, so every one is paired
+    i, j = np.arange(len(f)), cf
+    assert (f[i, 1] == f[j, 1]).all() and (f[i, 0] != f[j, 0]).all() and (f[i, 2] != f[j, 2]).all()
+    counts = np.bincount(f[:, 2], minlength=16)
+    top = counts.argmax()
+    assert (f[:, 2] == top).any() and (cf[f[:, 2] == top] >= 0).all()
+    # brute force: no candidate of any prompt is strictly nearer in answer-frequency rank
+    distinct = sorted(set(counts[counts > 0].tolist()), reverse=True)
+    rank = np.array([distinct.index(c) if c else -1 for c in counts])
+    for a in range(len(f)):
+        cand = (f[:, 1] == f[a, 1]) & (f[:, 0] != f[a, 0]) & (f[:, 2] != f[a, 2])
+        assert abs(rank[f[cf[a], 2]] - rank[f[a, 2]]) == np.abs(rank[f[cand, 2]] - rank[f[a, 2]]).min()
+
+
+@pytest.mark.parametrize("motif,coverage", [("independent", 0.9), ("subject", 0.9), ("answer", 0.2)])
+def test_frequency_matching_satisfies_its_tolerance(motif, coverage):
+    w = FactWorld(n_subjects=32, n_relations=4, n_answers=16, motif=motif, cluster=4, seed=2)
+    f = w.facts()
+    cf = matched_counterfactuals(f[:, 0], f[:, 1], f[:, 2], np.random.default_rng(0), match="frequency")
+    check_counterfactuals(cf, f[:, 0], f[:, 1], f[:, 2], match="frequency")
     ok = cf >= 0
     assert ok.mean() > coverage  # a skewed answer set leaves the most frequent answers unmatched
     i, j = np.flatnonzero(ok), cf[ok]
     assert (f[i, 1] == f[j, 1]).all() and (f[i, 0] != f[j, 0]).all() and (f[i, 2] != f[j, 2]).all()
     counts = np.bincount(f[:, 2], minlength=16)
     assert (np.maximum(counts[f[i, 2]], counts[f[j, 2]]) / np.minimum(counts[f[i, 2]], counts[f[j, 2]]) <= 2).all()
+    if motif == "answer":   # the 0.1 failure, kept reachable: the top answer finds no pair within 2x
+        assert (cf[f[:, 2] == counts.argmax()] == -1).all()
 
 
 def test_check_counterfactuals_rejects_violations():
@@ -53,6 +75,10 @@ def test_check_counterfactuals_rejects_violations():
         check_counterfactuals([2, -1, -1], s, r, a)  # different relation
     with pytest.raises(ValueError, match="answer"):
         check_counterfactuals([1, -1], [0, 1], [0, 0], [5, 5])  # same answer
+    with pytest.raises(ValueError, match="rank"):   # answers 7 (x3), 6 (x2), 5 (x1): prompt 0 must pair with a 6
+        check_counterfactuals([5, -1, -1, -1, -1, -1], [0, 1, 2, 3, 4, 5], [0] * 6, [7, 7, 7, 6, 6, 5])
+    with pytest.raises(ValueError, match="match"):
+        matched_counterfactuals([0], [0], [0], np.random.default_rng(0), match="closest")
 
 
 def test_bad_world_and_prompt_arguments(world):
