@@ -1,16 +1,47 @@
+import json
+import subprocess
+
+import numpy as np
+import pytest
 from lvqmark.run import run
 
-from paperworks.testing import run_cli, smoke_without_matplotlib
+from paperworks.testing import console_script, run_cli, smoke_without_matplotlib
 
 
-def test_smoke_cli_writes_results(tmp_path):
-    doc = run_cli("lvqmark", tmp_path / "run")
-    assert doc["package"] == "lvqmark"
-    assert doc["experiment"] == "smoke"
-    assert {c["id"] for c in doc["claims"]} == {"mean_beats_median", "efficiency_ratio"}
-    assert (tmp_path / "run" / "metrics.csv").exists()
+@pytest.fixture(scope="session")
+def smoke_run(tmp_path_factory):
+    d = tmp_path_factory.mktemp("smoke") / "run"
+    return run_cli("lvqmark", d), d
+
+
+def test_smoke_cli_writes_results(smoke_run):
+    doc, d = smoke_run
+    assert doc["package"] == "lvqmark" and doc["experiment"] == "smoke"
+    ids = {c["id"] for c in doc["claims"]}
+    assert {"global_null_drift_bidirectional", "local_null_stable", "local_worst_attacked_fpr_le_2pct"} <= ids
+    assert all(c["verdict"] == "supported" for c in doc["checks"]), [c["id"] for c in doc["checks"]
+                                                                      if c["verdict"] != "supported"]
+    assert (d / "metrics.csv").exists() and (d / "lvqmark_model.pt").exists()
+
+
+def test_detect_verb_on_a_users_csv(smoke_run, tmp_path):
+    _, d = smoke_run
+    rng = np.random.default_rng(0)
+    rows = ["t," + ",".join(f"c{i}" for i in range(5))]
+    rows += [f"{t}," + ",".join(f"{v:.4f}" for v in rng.normal(size=5)) for t in range(40)]
+    rows[3] = "2,nan,1,1,1,1"
+    (tmp_path / "u.csv").write_text("\n".join(rows) + "\n")
+    out = tmp_path / "det"
+    r = subprocess.run([console_script("lvqmark"), "detect", f"model={d / 'lvqmark_model.pt'}",
+                        f"data.path={tmp_path / 'u.csv'}", "data.columns=[c0,c1,c2,c3,c4]",
+                        f"hydra.run.dir={out}"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["extra"]["n_windows"] == 39 - 32 + 1 and doc["extra"]["n_skipped_rows"] == 1
+    assert doc["extra"]["skipped_lines"] == [4]
 
 
 def test_smoke_without_matplotlib_writes_results_and_no_plots(tmp_path, monkeypatch):
-    doc = smoke_without_matplotlib("lvqmark", run, monkeypatch, tmp_path)
+    doc = smoke_without_matplotlib("lvqmark", run, monkeypatch, tmp_path,
+                                   ("experiment=smoke", "seeds=1", "tokenizers=[local]"))
     assert doc["experiment"] == "smoke"
