@@ -1,7 +1,12 @@
-"""gfmuc — GFM-UC: a graph foundation model for unified unsupervised graph clustering."""
+"""gfmuc — GFM-UC: a graph foundation model for unified unsupervised graph clustering.
 
-from gfmuc.baselines import sample_median
-from gfmuc.method import sample_mean
+Every component is inferred from the paper's abstract (no paper text or code is public).
+"""
 
-__all__ = ["sample_mean", "sample_median"]
+from gfmuc.data import csbm, load_graph, motif_graphs
+from gfmuc.encoder import SubgraphEncoder
+from gfmuc.foundation import GFMUC
+from gfmuc.scores import clustering_scores
+
+__all__ = ["GFMUC", "SubgraphEncoder", "clustering_scores", "csbm", "load_graph", "motif_graphs"]
 __version__ = "0.1.0"
