@@ -35,9 +35,8 @@ def test_hidden_states_equal_unbatched_forward(request, tok, arch):
 def test_streaming_scores_equal_one_full_forward(request, tok, probe_for, arch):
     src, probe = probe_for(request.getfixturevalue(arch))
     prompt = ReasoningWorld("safety").prompts(1)[0][1]
-    res = src.monitor(prompt, probe, max_new_tokens=20, do_sample=True, seed=0, stop_at_eos=False,
-                      end_think="<never>")
-    full = src.hidden_states_of_ids([src.encode(prompt) + res.token_ids[:-1]])[0][len(src.encode(prompt)):]
+    res = src.monitor(prompt, probe, max_new_tokens=20, do_sample=True, seed=0, stop_at_eos=False, end_think="<never>")
+    full = src.hidden_states_of_ids([src.encode(prompt) + res.token_ids[:-1]])[0][len(src.encode(prompt)) :]
     assert len(res.trajectory) == 19
     np.testing.assert_allclose(res.trajectory, probe.trajectory(full), atol=1e-5)
     np.testing.assert_allclose(res.history[-1], res.features, atol=0)
@@ -67,8 +66,12 @@ def test_rollouts_without_end_think_or_with_empty_cot_are_skipped_and_counted(to
     world = ReasoningWorld("safety", seed=0)
     prompts = world.prompts(4, seed=0)
     P = len(tok(prompts[0][1], add_special_tokens=False)["input_ids"])
-    no_end = sample_rollouts(scripted_gpt2(tok, P, "well i can help <|end|>"), tok, world, prompts, 4, layer=1, max_new_tokens=20)
-    empty = sample_rollouts(scripted_gpt2(tok, P, "</think> sure here goes <|end|>"), tok, world, prompts, 4, layer=1, max_new_tokens=20)
+    no_end = sample_rollouts(
+        scripted_gpt2(tok, P, "well i can help <|end|>"), tok, world, prompts, 4, layer=1, max_new_tokens=20
+    )
+    empty = sample_rollouts(
+        scripted_gpt2(tok, P, "</think> sure here goes <|end|>"), tok, world, prompts, 4, layer=1, max_new_tokens=20
+    )
     assert len(no_end) == 0 and no_end.skipped["no_end_think"] == 4
     assert len(empty) == 0 and empty.skipped["empty_cot"] == 4
 

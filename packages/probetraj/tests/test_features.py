@@ -16,8 +16,17 @@ def brute(p, band=0.1):
     k = int(np.ceil(0.2 * T))
     cross = sum((p[i] >= 0.5) != (p[i - 1] >= 0.5) for i in range(1, T))
     settle = next(t for t in range(T + 1) if all(abs(p[s] - p[-1]) <= band for s in range(t, T)))
-    return [np.mean(p), np.std(p), np.std(np.diff(p)) if T > 1 else 0.0, slope, np.mean(p[-k:]), p[-1], np.max(p),
-            cross, settle / T]
+    return [
+        np.mean(p),
+        np.std(p),
+        np.std(np.diff(p)) if T > 1 else 0.0,
+        slope,
+        np.mean(p[-k:]),
+        p[-1],
+        np.max(p),
+        cross,
+        settle / T,
+    ]
 
 
 @pytest.mark.parametrize("T", [1, 2, 5, 23])

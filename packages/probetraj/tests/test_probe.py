@@ -45,8 +45,12 @@ def test_trajectory_is_the_token_read_out(hmm, pooling):
     assert p.shape == (len(H[0]),) and p.min() >= 0 and p.max() <= 1
     if pooling != "multimax":  # the pooled logit is the pooling of the token logits
         s = probe.token_scores(H[0])
-        ref = {"mean": s.mean(), "last": s[-1], "max": s.max(),
-               "rolling": max(s[i:i + 8].mean() for i in range(len(s) - 7))}[pooling]
+        ref = {
+            "mean": s.mean(),
+            "last": s[-1],
+            "max": s.max(),
+            "rolling": max(s[i : i + 8].mean() for i in range(len(s) - 7)),
+        }[pooling]
         assert probe.decision_function([H[0]])[0] == pytest.approx(ref, abs=1e-9)
 
 

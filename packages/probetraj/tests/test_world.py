@@ -41,14 +41,19 @@ def test_bad_world_arguments():
 
 def test_rollout_file_with_bad_rows_is_read_and_counted(tmp_path):
     good = {"prompt": "p", "completion": "a b </think> sure", "label": 1, "group": 7}
-    lines = [json.dumps(good), "{not json", json.dumps({"prompt": "p"}), json.dumps({**good, "completion": "no end"}),
-             json.dumps({**good, "completion": " </think> sure"}), json.dumps({**good, "label": 3}),
-             json.dumps({"prompt": "q", "completion": "<think> c </think> x"})]
+    lines = [
+        json.dumps(good),
+        "{not json",
+        json.dumps({"prompt": "p"}),
+        json.dumps({**good, "completion": "no end"}),
+        json.dumps({**good, "completion": " </think> sure"}),
+        json.dumps({**good, "label": 3}),
+        json.dumps({"prompt": "q", "completion": "<think> c </think> x"}),
+    ]
     path = tmp_path / "r.jsonl"
     path.write_text("\n".join(lines) + "\n")
     r = load_rollouts(path)
     assert r.cots == ["a b", "c"] and r.labels == [1, None] and r.groups == [7, "q"]
-    assert r.skipped == {"bad_json": [2], "missing_field": [3], "no_end_think": [4], "empty_cot": [5],
-                         "bad_label": [6]}
+    assert r.skipped == {"bad_json": [2], "missing_field": [3], "no_end_think": [4], "empty_cot": [5], "bad_label": [6]}
     with pytest.raises(FileNotFoundError, match="data.path"):
         load_rollouts(tmp_path / "none.jsonl")

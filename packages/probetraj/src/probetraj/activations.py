@@ -95,17 +95,24 @@ class HFActivationSource:
         self.model.eval()
         try:
             for i in range(0, len(seqs), self.batch_size):
-                chunk = seqs[i:i + self.batch_size]
+                chunk = seqs[i : i + self.batch_size]
                 T = max(len(s) for s in chunk)
                 pad = self.tokenizer.pad_token_id or 0
                 ids = torch.full((len(chunk), T), pad, dtype=torch.long)
                 att = torch.zeros((len(chunk), T), dtype=torch.long)
                 for j, s in enumerate(chunk):
-                    ids[j, :len(s)] = torch.tensor(s)
-                    att[j, :len(s)] = 1
-                hs = self.model(input_ids=ids.to(self.device), attention_mask=att.to(self.device),
-                                output_hidden_states=True).hidden_states[self.layer].float().cpu().numpy()
-                out += [hs[j, :len(s)] for j, s in enumerate(chunk)]
+                    ids[j, : len(s)] = torch.tensor(s)
+                    att[j, : len(s)] = 1
+                hs = (
+                    self.model(
+                        input_ids=ids.to(self.device), attention_mask=att.to(self.device), output_hidden_states=True
+                    )
+                    .hidden_states[self.layer]
+                    .float()
+                    .cpu()
+                    .numpy()
+                )
+                out += [hs[j, : len(s)] for j, s in enumerate(chunk)]
         finally:
             self.model.train(was)
         return out
@@ -120,8 +127,9 @@ class HFActivationSource:
                 raise ValueError(f"texts[{i}] encodes to no tokens")
         return self.hidden_states_of_ids(seqs)
 
-    def cot_states(self, prompt: str, completion: str, *, end_think: str = END_THINK,
-                   stop: int | None = None) -> np.ndarray:
+    def cot_states(
+        self, prompt: str, completion: str, *, end_think: str = END_THINK, stop: int | None = None
+    ) -> np.ndarray:
         """States of the chain-of-thought tokens of ``prompt + completion``, stopping before ``end_think``.
 
         ``stop`` (optional) cuts the CoT after ``stop`` tokens; asking for positions at or past
@@ -133,17 +141,29 @@ class HFActivationSource:
         m = c.index(end_id)
         if stop is not None:
             if stop > m:
-                raise ValueError(f"stop={stop} reaches past {end_think!r} (the CoT has {m} tokens): a trajectory "
-                                 "must stop before the answer")
+                raise ValueError(
+                    f"stop={stop} reaches past {end_think!r} (the CoT has {m} tokens): a trajectory "
+                    "must stop before the answer"
+                )
             m = stop
         if m == 0:
             raise ValueError("the chain of thought is empty")
-        return self.hidden_states_of_ids([p + c])[0][len(p):len(p) + m]
+        return self.hidden_states_of_ids([p + c])[0][len(p) : len(p) + m]
 
     @torch.no_grad()
-    def monitor(self, prompt: str, probe, *, max_new_tokens: int = 64, end_think: str = END_THINK,
-                do_sample: bool = False, temperature: float = 1.0, seed: int = 0, stop_at_eos: bool = True,
-                band: float = 0.1) -> MonitorResult:
+    def monitor(
+        self,
+        prompt: str,
+        probe,
+        *,
+        max_new_tokens: int = 64,
+        end_think: str = END_THINK,
+        do_sample: bool = False,
+        temperature: float = 1.0,
+        seed: int = 0,
+        stop_at_eos: bool = True,
+        band: float = 0.1,
+    ) -> MonitorResult:
         """Generate from ``prompt`` and score every chain-of-thought token as it is produced.
 
         One cached forward per token; the state of each new CoT token (the same state a full forward
@@ -184,8 +204,12 @@ class HFActivationSource:
                 if len(out_ids) == max_new_tokens:
                     break
                 past = out.get("cache", None) if "cache" in out else out.past_key_values
-                out = self.model(input_ids=torch.tensor([[nxt]], device=dev), use_cache=True,
-                                 output_hidden_states=in_cot, **{self._cache_arg: past})
+                out = self.model(
+                    input_ids=torch.tensor([[nxt]], device=dev),
+                    use_cache=True,
+                    output_hidden_states=in_cot,
+                    **{self._cache_arg: past},
+                )
                 if in_cot:
                     h = out.hidden_states[self.layer][0, -1].float().cpu().numpy()
                     p = float(probe.trajectory(h[None])[0])
@@ -196,5 +220,11 @@ class HFActivationSource:
             self.model.train(was)
         keep = [t for t in out_ids if not (stop_at_eos and t == eos)]
         text = self.tokenizer.decode(keep, skip_special_tokens=False)
-        return MonitorResult(text, np.asarray(traj), history[-1] if history else None, ended, out_ids,
-                             np.asarray(history) if history else None)
+        return MonitorResult(
+            text,
+            np.asarray(traj),
+            history[-1] if history else None,
+            ended,
+            out_ids,
+            np.asarray(history) if history else None,
+        )

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from sklearn.linear_model import LogisticRegression
 from scipy.stats import rankdata
+from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_curve
 from sklearn.model_selection import GroupKFold
 from sklearn.pipeline import make_pipeline
@@ -15,13 +15,17 @@ from probetraj.features import TrajectoryFeatures
 
 def outcome_classifier(features=None, C: float = 1.0):
     """``TrajectoryFeatures → StandardScaler → LogisticRegression``: the trajectory monitor."""
-    return make_pipeline(TrajectoryFeatures(features=features), StandardScaler(), LogisticRegression(C=C, max_iter=1000))
+    return make_pipeline(
+        TrajectoryFeatures(features=features), StandardScaler(), LogisticRegression(C=C, max_iter=1000)
+    )
 
 
 def _check_labels(y, groups):
     y = np.asarray(y)
     if len(np.unique(y)) != 2:
-        raise ValueError(f"y must hold two classes to evaluate a monitor, got {np.unique(y).tolist()} (one-class labels)")
+        raise ValueError(
+            f"y must hold two classes to evaluate a monitor, got {np.unique(y).tolist()} (one-class labels)"
+        )
     if groups is None:
         raise ValueError("groups: cross-validation must be grouped by prompt; pass one group id per rollout")
     groups = np.asarray(groups)

@@ -25,8 +25,9 @@ def sigmoid(z):
     return 1.0 / (1.0 + np.exp(-np.asarray(z, dtype=float)))
 
 
-def evaluate_trajectories(trajs, prompt_end, y, groups, cots, unfaithful, keywords, *, seed: int = 0,
-                          n_splits: int = 5) -> dict:
+def evaluate_trajectories(
+    trajs, prompt_end, y, groups, cots, unfaithful, keywords, *, seed: int = 0, n_splits: int = 5
+) -> dict:
     """AUROCs (and TPR@5%FPR) of the trajectory monitor and its baselines on the same folds."""
     folds = grouped_folds(y, groups, n_splits=n_splits, seed=seed)
     leak = sum(len(set(groups[tr]) & set(groups[te])) for tr, te in folds)
@@ -56,29 +57,54 @@ def run_domain(model, tok, world: ReasoningWorld, cfg, seed: int) -> tuple[dict,
     prompts = world.prompts(len(world._all_prompts()), seed=seed)
     n_dyn = int(round(len(prompts) * float(cfg.rollouts.dynamic_prompt_frac)))
     dyn_prompts, held_prompts = prompts[:n_dyn], prompts[n_dyn:]
-    held = sample_rollouts(model, tok, world, held_prompts, int(cfg.rollouts.n_heldout), layer=src.layer,
-                           seed=seed, max_new_tokens=int(cfg.rollouts.max_new_tokens))
-    dyn = sample_rollouts(model, tok, world, dyn_prompts, int(cfg.rollouts.n_dynamic), layer=src.layer,
-                          seed=seed + 10_000, max_new_tokens=int(cfg.rollouts.max_new_tokens))
-    texts, tlabels = template_dataset(CONCEPT_OF[world.domain], int(cfg.templates.n), length=int(cfg.templates.length),
-                                      seed=seed)
+    held = sample_rollouts(
+        model,
+        tok,
+        world,
+        held_prompts,
+        int(cfg.rollouts.n_heldout),
+        layer=src.layer,
+        seed=seed,
+        max_new_tokens=int(cfg.rollouts.max_new_tokens),
+    )
+    dyn = sample_rollouts(
+        model,
+        tok,
+        world,
+        dyn_prompts,
+        int(cfg.rollouts.n_dynamic),
+        layer=src.layer,
+        seed=seed + 10_000,
+        max_new_tokens=int(cfg.rollouts.max_new_tokens),
+    )
+    texts, tlabels = template_dataset(
+        CONCEPT_OF[world.domain], int(cfg.templates.n), length=int(cfg.templates.length), seed=seed
+    )
     tstates = src.hidden_states(texts)
-    row = {"domain": world.domain, "seed": seed, "n_heldout": len(held), "n_dynamic": len(dyn),
-           "kept_frac": len(held) / int(cfg.rollouts.n_heldout), "label_rate": float(held.labels.mean()),
-           "unfaithful_rate": float(held.unfaithful.mean()),
-           "template_lengths": len({len(t.split()) for t in texts}),
-           "prompt_overlap": len(set(held.groups) & set(dyn.groups))}
+    row = {
+        "domain": world.domain,
+        "seed": seed,
+        "n_heldout": len(held),
+        "n_dynamic": len(dyn),
+        "kept_frac": len(held) / int(cfg.rollouts.n_heldout),
+        "label_rate": float(held.labels.mean()),
+        "unfaithful_rate": float(held.unfaithful.mean()),
+        "template_lengths": len({len(t.split()) for t in texts}),
+        "prompt_overlap": len(set(held.groups) & set(dyn.groups)),
+    }
     probes = {}
     for data, (H, y) in (("template", (tstates, tlabels)), ("dynamic", (dyn.cot_states, dyn.labels))):
         for pooling in POOLINGS:
-            probe = PooledProbe(pooling=pooling, window=int(cfg.probe.window), C=float(cfg.probe.C),
-                                random_state=seed).fit(H, y)
+            probe = PooledProbe(
+                pooling=pooling, window=int(cfg.probe.window), C=float(cfg.probe.C), random_state=seed
+            ).fit(H, y)
             probes[data, pooling] = probe
             s = probe.decision_function(held.cot_states)
             row[f"auroc_{data}_{pooling}"] = auroc(held.labels, s)
             trajs = probe.trajectories(held.cot_states)
-            row[f"volatility_{data}_{pooling}"] = float(np.mean([np.diff(p).std() if len(p) > 1 else 0.0
-                                                                 for p in trajs]))
+            row[f"volatility_{data}_{pooling}"] = float(
+                np.mean([np.diff(p).std() if len(p) > 1 else 0.0 for p in trajs])
+            )
             if world.domain == "safety":  # benign prompts, complying answers: how often does the probe fire?
                 ok = (~held.harmful) & (held.labels == 0)
                 row[f"benign_fpr_{data}_{pooling}"] = float(np.mean(sigmoid(s[ok]) > 0.5)) if ok.any() else float("nan")
@@ -86,16 +112,31 @@ def run_domain(model, tok, world: ReasoningWorld, cfg, seed: int) -> tuple[dict,
     trajs = main.trajectories(held.cot_states)
     prompt_end = sigmoid([main.token_scores(h[None])[0] for h in held.prompt_states])
     kw0, kw1 = world.keywords()
-    ev = evaluate_trajectories(trajs, prompt_end, held.labels, held.groups, held.cots, held.unfaithful, kw0 + kw1,
-                               seed=seed, n_splits=int(cfg.cv.n_splits))
+    ev = evaluate_trajectories(
+        trajs,
+        prompt_end,
+        held.labels,
+        held.groups,
+        held.cots,
+        held.unfaithful,
+        kw0 + kw1,
+        seed=seed,
+        n_splits=int(cfg.cv.n_splits),
+    )
     scores = ev.pop("scores")
     row.update(ev)
     row["n_unfaithful"] = int(held.unfaithful.sum())
     feats = np.stack([trajectory_features(p) for p in trajs])
     for j, f in enumerate(FEATURES):
         row[f"feat_auroc_{f}"] = auroc(held.labels, feats[:, j])
-    extras = {"trajectories": trajs, "labels": held.labels, "scores": scores, "probe": main, "held": held,
-              "rng_state": int(rng.integers(2**31))}
+    extras = {
+        "trajectories": trajs,
+        "labels": held.labels,
+        "scores": scores,
+        "probe": main,
+        "held": held,
+        "rng_state": int(rng.integers(2**31)),
+    }
     return row, extras
 
 

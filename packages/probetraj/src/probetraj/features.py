@@ -174,5 +174,6 @@ class OnlineFeatures:
             if abs(self.p[i] - last) > self.band:
                 settle = i + 1
                 break
-        return np.array([mean, std, diff_std, slope, float(np.mean(self.p[-k:])), last, self.max,
-                         self.crossings, settle / T])
+        return np.array(
+            [mean, std, diff_std, slope, float(np.mean(self.p[-k:])), last, self.max, self.crossings, settle / T]
+        )

@@ -32,12 +32,31 @@ def world_tokenizer():
 
 def build_model(tokenizer, *, width: int = 128, layers: int = 3, heads: int = 4, n_ctx: int = 96, seed: int = 0):
     """A random GPT-2 (no dropout) sized for the miniature (``width=128, layers=3``: ≈0.6M parameters)."""
-    return tiny_model("gpt2", len(tokenizer), width=width, layers=layers, heads=heads, n_ctx=n_ctx, seed=seed,
-                      resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
+    return tiny_model(
+        "gpt2",
+        len(tokenizer),
+        width=width,
+        layers=layers,
+        heads=heads,
+        n_ctx=n_ctx,
+        seed=seed,
+        resid_pdrop=0.0,
+        embd_pdrop=0.0,
+        attn_pdrop=0.0,
+    )
 
 
-def train_lm(model, tokenizer, worlds: list[ReasoningWorld], *, steps: int = 600, batch: int = 32, lr: float = 3e-3,
-             seed: int = 0, device: str = "cpu") -> list[float]:
+def train_lm(
+    model,
+    tokenizer,
+    worlds: list[ReasoningWorld],
+    *,
+    steps: int = 600,
+    batch: int = 32,
+    lr: float = 3e-3,
+    seed: int = 0,
+    device: str = "cpu",
+) -> list[float]:
     """Next-token training on fresh generator traces of ``worlds`` (mixed evenly); returns the losses.
 
     AdamW, linear warm-up (30 steps) then cosine decay; a non-finite loss stops with the step named.
@@ -47,7 +66,8 @@ def train_lm(model, tokenizer, worlds: list[ReasoningWorld], *, steps: int = 600
     model.to(device).train()
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01, betas=(0.9, 0.98))
     sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / 30) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps)))
+        opt, lambda s: min(1.0, (s + 1) / 30) * 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps))
+    )
     pad = tokenizer.pad_token_id
     losses = []
     for step in tqdm(range(steps), desc="train lm", disable=None):
@@ -59,7 +79,7 @@ def train_lm(model, tokenizer, worlds: list[ReasoningWorld], *, steps: int = 600
         T = max(map(len, enc))
         ids = torch.full((len(enc), T), pad, dtype=torch.long)
         for i, e in enumerate(enc):
-            ids[i, :len(e)] = torch.tensor(e)
+            ids[i, : len(e)] = torch.tensor(e)
         att = (ids != pad).long()
         labels = ids.masked_fill(att == 0, -100)
         loss = model(input_ids=ids.to(device), attention_mask=att.to(device), labels=labels.to(device)).loss
@@ -95,14 +115,31 @@ class RolloutSet:
 
     def subset(self, idx) -> RolloutSet:
         idx = np.asarray(idx)
-        return RolloutSet([self.cot_states[i] for i in idx], self.prompt_states[idx], self.labels[idx],
-                          self.groups[idx], [self.cots[i] for i in idx], self.unfaithful[idx], self.harmful[idx],
-                          self.skipped)
+        return RolloutSet(
+            [self.cot_states[i] for i in idx],
+            self.prompt_states[idx],
+            self.labels[idx],
+            self.groups[idx],
+            [self.cots[i] for i in idx],
+            self.unfaithful[idx],
+            self.harmful[idx],
+            self.skipped,
+        )
 
 
-def sample_rollouts(model, tokenizer, world: ReasoningWorld, prompts: list[tuple[int, str]], n: int, *,
-                    layer: int, seed: int = 0, batch: int = 250, max_new_tokens: int = 64,
-                    temperature: float = 1.0) -> RolloutSet:
+def sample_rollouts(
+    model,
+    tokenizer,
+    world: ReasoningWorld,
+    prompts: list[tuple[int, str]],
+    n: int,
+    *,
+    layer: int,
+    seed: int = 0,
+    batch: int = 250,
+    max_new_tokens: int = 64,
+    temperature: float = 1.0,
+) -> RolloutSet:
     """``n`` rollouts at ``temperature`` (cycling over ``prompts``), labelled by the model's own answers.
 
     Rollouts without ``</think>``, with an empty CoT or an unreadable answer are skipped and counted.
@@ -112,9 +149,17 @@ def sample_rollouts(model, tokenizer, world: ReasoningWorld, prompts: list[tuple
     cot_states, p_states, labels, groups, cots, unfaithful, harmful = [], [], [], [], [], [], []
     skipped = {"no_end_think": 0, "empty_cot": 0, "bad_answer": 0}
     for i0 in range(0, n, batch):
-        chunk = todo[i0:i0 + batch]
-        gen = generate_with_states(model, tokenizer, [p for _, p in chunk], max_new_tokens=max_new_tokens,
-                                   layers=[layer], do_sample=True, temperature=temperature, seed=seed * 100003 + i0)
+        chunk = todo[i0 : i0 + batch]
+        gen = generate_with_states(
+            model,
+            tokenizer,
+            [p for _, p in chunk],
+            max_new_tokens=max_new_tokens,
+            layers=[layer],
+            do_sample=True,
+            temperature=temperature,
+            seed=seed * 100003 + i0,
+        )
         S = next(iter(gen.states.values())).numpy()  # the one layer asked for
         for j, (g, p) in enumerate(chunk):
             toks = gen.tokens[j][gen.mask[j]].tolist()
@@ -131,7 +176,7 @@ def sample_rollouts(model, tokenizer, world: ReasoningWorld, prompts: list[tuple
                 skipped["bad_answer"] += 1
                 continue
             cot = text.split(END_THINK, 1)[0].strip()
-            cot_states.append(S[j, 1:m + 1])
+            cot_states.append(S[j, 1 : m + 1])
             p_states.append(S[j, 0])
             labels.append(lab)
             groups.append(g)
@@ -141,5 +186,13 @@ def sample_rollouts(model, tokenizer, world: ReasoningWorld, prompts: list[tuple
             harmful.append(world.domain == "safety" and world.harmful(p))
     if sum(skipped.values()):
         log.info("%s rollouts skipped: %s", world.domain, skipped)
-    return RolloutSet(cot_states, np.array(p_states), np.array(labels), np.array(groups), cots,
-                      np.array(unfaithful), np.array(harmful), skipped)
+    return RolloutSet(
+        cot_states,
+        np.array(p_states),
+        np.array(labels),
+        np.array(groups),
+        cots,
+        np.array(unfaithful),
+        np.array(harmful),
+        skipped,
+    )

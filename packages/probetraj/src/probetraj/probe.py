@@ -5,7 +5,7 @@ logit per sequence; it is fitted by minimising the L2-regularised logistic loss 
 
     C · Σ_i log(1 + exp(-y_i · pool(s)_i)) + ½ ||w||²,
 
-with L-BFGS. Poolings (``(T,)`` token scores → one logit):
+with scipy's L-BFGS-B (gradients by torch autograd). Poolings (``(T,)`` token scores → one logit):
 
 - ``mean``: ``mean_t s_t`` (= logistic regression on mean-pooled activations, exactly);
 - ``last``: ``s_T`` (= logistic regression on the last token's activation);
@@ -20,8 +20,13 @@ the token score its pooling aggregates is inferred (no code is public).
 
 from __future__ import annotations
 
+import os
+import tempfile
+from pathlib import Path
+
 import numpy as np
 import torch
+from scipy.optimize import minimize
 from sklearn.base import BaseEstimator, ClassifierMixin
 
 from paperworks import check_float, check_int
@@ -67,8 +72,8 @@ def _padded(H: list[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
     x = torch.zeros(len(H), T, H[0].shape[1], dtype=torch.float64)
     mask = torch.zeros(len(H), T, dtype=torch.bool)
     for i, h in enumerate(H):
-        x[i, :len(h)] = torch.from_numpy(h)
-        mask[i, :len(h)] = True
+        x[i, : len(h)] = torch.from_numpy(h)
+        mask[i, : len(h)] = True
     return x, mask
 
 
@@ -97,7 +102,8 @@ def pool_scores(s: torch.Tensor, mask: torch.Tensor, pooling: str, window: int =
         idx_e = ends[None, :].expand(len(s), -1)
         if heads:
             sums = c.gather(1, idx_e[..., None].expand(-1, -1, s.shape[2])) - c.gather(
-                1, starts[..., None].expand(-1, -1, s.shape[2]))
+                1, starts[..., None].expand(-1, -1, s.shape[2])
+            )
             means = sums / wt[..., None]
         else:
             means = (c.gather(1, idx_e) - c.gather(1, starts)) / wt
@@ -128,8 +134,15 @@ class PooledProbe(ClassifierMixin, BaseEstimator):
         probe.trajectory(H[0])          # per-token P(class 1)
     """
 
-    def __init__(self, pooling: str = "max", window: int = 8, C: float = 1.0, heads: int = 4, max_iter: int = 100,
-                 random_state: int = 0):
+    def __init__(
+        self,
+        pooling: str = "max",
+        window: int = 8,
+        C: float = 1.0,
+        heads: int = 4,
+        max_iter: int = 100,
+        random_state: int = 0,
+    ):
         self.pooling = pooling
         self.window = window
         self.C = C
@@ -157,8 +170,10 @@ class PooledProbe(ClassifierMixin, BaseEstimator):
             raise ValueError("y has NaN or inf labels")
         classes = np.unique(y)
         if len(classes) != 2:
-            raise ValueError(f"y must hold exactly two classes, got {len(classes)} ({classes.tolist()}): "
-                             "one-class labels cannot train a probe")
+            raise ValueError(
+                f"y must hold exactly two classes, got {len(classes)} ({classes.tolist()}): "
+                "one-class labels cannot train a probe"
+            )
         self.classes_ = classes
         self.n_features_in_ = H[0].shape[1]
         t = torch.from_numpy((y == classes[1]).astype(np.float64))
@@ -168,22 +183,35 @@ class PooledProbe(ClassifierMixin, BaseEstimator):
         x, mask = _padded([(h - self.mean_) / self.scale_ for h in H])
         k = self.heads if self.pooling == "multimax" else 1
         g = torch.Generator().manual_seed(int(self.random_state))
-        w = (torch.randn(self.n_features_in_, k, generator=g, dtype=torch.float64) * 0.01
-             if self.pooling == "multimax" else torch.zeros(self.n_features_in_, k, dtype=torch.float64))
-        w.requires_grad_(True)
-        b = torch.zeros(1, dtype=torch.float64, requires_grad=True)
-        opt = torch.optim.LBFGS([w, b], max_iter=int(self.max_iter), line_search_fn="strong_wolfe",
-                                tolerance_grad=1e-9, tolerance_change=1e-12, history_size=20)
+        w = (
+            torch.randn(self.n_features_in_, k, generator=g, dtype=torch.float64) * 0.01
+            if self.pooling == "multimax"
+            else torch.zeros(self.n_features_in_, k, dtype=torch.float64)
+        )
         C = float(self.C)
+        shape = w.shape
 
-        def closure():
-            opt.zero_grad()
-            z = self._pool(x @ w, mask) + b
-            loss = C * torch.nn.functional.binary_cross_entropy_with_logits(z, t, reduction="sum") + 0.5 * (w * w).sum()
+        def objective(theta):
+            wb = torch.from_numpy(theta).requires_grad_(True)
+            w_, b_ = wb[:-1].reshape(shape), wb[-1]
+            z = self._pool(x @ w_, mask) + b_
+            loss = (
+                C * torch.nn.functional.binary_cross_entropy_with_logits(z, t, reduction="sum") + 0.5 * (w_ * w_).sum()
+            )
             loss.backward()
-            return loss
+            return float(loss.detach()), wb.grad.numpy().copy()
 
-        opt.step(closure)
+        theta0 = np.concatenate([w.numpy().ravel(), [0.0]])
+        res = minimize(
+            objective,
+            theta0,
+            jac=True,
+            method="L-BFGS-B",
+            options={"maxiter": int(self.max_iter), "gtol": 1e-8, "ftol": 1e-13},
+        )
+        w = torch.from_numpy(res.x[:-1].reshape(shape))
+        b = torch.from_numpy(res.x[-1:].copy())
+        self.n_iter_ = int(res.nit)
         self.coef_ = w.detach().numpy().T.copy()  # (k, d) on standardised activations
         self.intercept_ = b.detach().numpy().copy()
         return self
@@ -231,17 +259,17 @@ class PooledProbe(ClassifierMixin, BaseEstimator):
     def save(self, path) -> None:
         """One self-contained file (``torch.save`` of tensors and plain values)."""
         self._check_fitted()
-        from paperworks.results import atomic_write_text  # noqa: F401 -- same temp-then-replace idiom below
-        import os
-        import tempfile
-        from pathlib import Path
-
         path = Path(path)
-        doc = {"class": "PooledProbe", "params": {k: v for k, v in self.get_params().items()},
-               "classes": torch.from_numpy(np.asarray(self.classes_, dtype=np.float64)),
-               "coef": torch.from_numpy(self.coef_), "intercept": torch.from_numpy(self.intercept_),
-               "mean": torch.from_numpy(self.mean_), "scale": torch.from_numpy(self.scale_)}
-        fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", suffix=".tmp")
+        doc = {
+            "class": "PooledProbe",
+            "params": {k: v for k, v in self.get_params().items()},
+            "classes": torch.from_numpy(np.asarray(self.classes_, dtype=np.float64)),
+            "coef": torch.from_numpy(self.coef_),
+            "intercept": torch.from_numpy(self.intercept_),
+            "mean": torch.from_numpy(self.mean_),
+            "scale": torch.from_numpy(self.scale_),
+        }
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")  # written whole, then renamed
         os.close(fd)
         torch.save(doc, tmp)
         os.replace(tmp, path)
@@ -249,8 +277,6 @@ class PooledProbe(ClassifierMixin, BaseEstimator):
     @classmethod
     def load(cls, path) -> PooledProbe:
         """Load a probe saved by :meth:`save` (``weights_only=True``)."""
-        from pathlib import Path
-
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"no saved probe at {path}")

@@ -37,12 +37,26 @@ def run_score(cfg, out_dir: Path | None = None) -> dict:
         traj = probe.trajectory(h)
         f = trajectory_features(traj)
         scores.append(float(probe.decision_function([h])[0]))
-        rows.append({"rollout": i, "group": str(data.groups[i]), "label": data.labels[i], "tokens": len(traj),
-                     "pooled_score": scores[-1], **dict(zip(FEATURES, map(float, f)))})
+        rows.append(
+            {
+                "rollout": i,
+                "group": str(data.groups[i]),
+                "label": data.labels[i],
+                "tokens": len(traj),
+                "pooled_score": scores[-1],
+                **dict(zip(FEATURES, map(float, f))),
+            }
+        )
     labs = [r["label"] for r in rows]
     extra = {"n_rollouts": len(rows), "skipped": {k: v for k, v in data.skipped.items() if v}}
     if all(lab is not None for lab in labs) and len(set(labs)) == 2:
         extra["auroc_pooled_score"] = auroc(np.array(labs), np.array(scores))
-    check = Claim.check("every_kept_rollout_scored", "Every rollout kept by the loader was scored.",
-                        "rollouts scored - kept", len(rows) - len(data.prompts), target=0, tol=0)
+    check = Claim.check(
+        "every_kept_rollout_scored",
+        "Every rollout kept by the loader was scored.",
+        "rollouts scored - kept",
+        len(rows) - len(data.prompts),
+        target=0,
+        tol=0,
+    )
     return {"claims": [], "checks": [check], "metrics": rows, "extra": extra}

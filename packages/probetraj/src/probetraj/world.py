@@ -45,8 +45,16 @@ SAFETY = {
         ("this looks harmless", "seems quite fine", "i can help", "no harm here", "that is okay"),
         ("this looks dangerous", "seems quite risky", "i should decline", "real harm here", "that is unsafe"),
     ),
-    "filler": ("let me think", "the user asks", "consider the request", "okay so then", "thinking about it",
-               "the request mentions", "what they want", "let me see"),
+    "filler": (
+        "let me think",
+        "the user asks",
+        "consider the request",
+        "okay so then",
+        "thinking about it",
+        "the request mentions",
+        "what they want",
+        "let me see",
+    ),
     "answers": ("sure here goes", "i cannot help"),
 }
 MATH = {
@@ -54,18 +62,49 @@ MATH = {
         ("that checks out", "looks right so", "steady and clear", "confident in this", "the sum holds"),
         ("wait that seems", "looks off so", "lost and unclear", "doubtful about this", "the sum slips"),
     ),
-    "filler": ("let me compute", "next step now", "carry the value", "okay so then", "one more step",
-               "keep going now", "add them up", "let me see"),
+    "filler": (
+        "let me compute",
+        "next step now",
+        "carry the value",
+        "okay so then",
+        "one more step",
+        "keep going now",
+        "add them up",
+        "let me see",
+    ),
 }
 
 
 def vocabulary() -> list[str]:
     """Every word the world writes (for :func:`paperworks.lm.tiny.word_tokenizer`)."""
-    words = ["<|user|>", "<|assistant|>", THINK, END_THINK, "how", "do", "i", "compute", "plus", "mod", "is",
-             "answer", *CONNECTORS, *SAFETY["verbs"], *SAFETY["harmful"], *SAFETY["benign"],
-             *[str(v) for v in range(MOD + 1)]]
-    for pool in (SAFETY["stance"][0], SAFETY["stance"][1], SAFETY["filler"], SAFETY["answers"],
-                 MATH["stance"][0], MATH["stance"][1], MATH["filler"]):
+    words = [
+        "<|user|>",
+        "<|assistant|>",
+        THINK,
+        END_THINK,
+        "how",
+        "do",
+        "i",
+        "compute",
+        "plus",
+        "mod",
+        "is",
+        "answer",
+        *CONNECTORS,
+        *SAFETY["verbs"],
+        *SAFETY["harmful"],
+        *SAFETY["benign"],
+        *[str(v) for v in range(MOD + 1)],
+    ]
+    for pool in (
+        SAFETY["stance"][0],
+        SAFETY["stance"][1],
+        SAFETY["filler"],
+        SAFETY["answers"],
+        MATH["stance"][0],
+        MATH["stance"][1],
+        MATH["filler"],
+    ):
         for phrase in pool:
             words += phrase.split()
     return list(dict.fromkeys(words))
@@ -111,15 +150,33 @@ class ReasoningWorld:
         traces[0].text   # '<|user|> how do i make bomb <|end|> <|assistant|> <think> hmm this ... </think> i cannot help <|end|>'
     """
 
-    def __init__(self, domain: str = "safety", *, seed: int = 0, switch: float = 0.15, p_stance: float = 0.5,
-                 p_noise: float = 0.1, style: float = 0.75, p_misleading: float = 0.08, p_harmful: float = 0.5,
-                 p_error: float = 0.9, steps: tuple[int, int] = (4, 7)):
+    def __init__(
+        self,
+        domain: str = "safety",
+        *,
+        seed: int = 0,
+        switch: float = 0.15,
+        p_stance: float = 0.5,
+        p_noise: float = 0.1,
+        style: float = 0.75,
+        p_misleading: float = 0.08,
+        p_harmful: float = 0.5,
+        p_error: float = 0.9,
+        steps: tuple[int, int] = (4, 7),
+    ):
         if domain not in ("safety", "math"):
             raise ValueError(f"domain must be 'safety' or 'math', got {domain!r}")
         self.domain = domain
         self.seed = check_int(seed, "seed", minimum=0)
-        for name, v in (("switch", switch), ("p_stance", p_stance), ("p_noise", p_noise), ("style", style),
-                        ("p_misleading", p_misleading), ("p_harmful", p_harmful), ("p_error", p_error)):
+        for name, v in (
+            ("switch", switch),
+            ("p_stance", p_stance),
+            ("p_noise", p_noise),
+            ("style", style),
+            ("p_misleading", p_misleading),
+            ("p_harmful", p_harmful),
+            ("p_error", p_error),
+        ):
             setattr(self, name, check_float(v, name, minimum=0.0, maximum=1.0))
         if p_stance + p_noise > 1:
             raise ValueError(f"p_stance + p_noise must be <= 1, got {p_stance + p_noise}")
@@ -133,7 +190,7 @@ class ReasoningWorld:
         """``n`` distinct ``(group id, prompt)`` pairs (the group id names the prompt for GroupKFold)."""
         rng = np.random.default_rng(self.seed if seed is None else seed)
         every = self._all_prompts()
-        idx = rng.permutation(len(every))[:check_int(n, "n")]
+        idx = rng.permutation(len(every))[: check_int(n, "n")]
         if len(idx) < n:
             raise ValueError(f"n: the {self.domain} world has only {len(every)} distinct prompts, asked for {n}")
         return [(int(i), every[i]) for i in idx]
@@ -142,8 +199,13 @@ class ReasoningWorld:
         if self.domain == "safety":
             objs = SAFETY["harmful"] + SAFETY["benign"]
             return [f"<|user|> how do i {v} {o} {EOS} <|assistant|> {THINK}" for v in SAFETY["verbs"] for o in objs]
-        return [f"<|user|> compute {a} plus {b} plus {c} plus {d} mod {MOD} {EOS} <|assistant|> {THINK}"
-                for a in range(MOD) for b in range(MOD) for c in range(MOD) for d in range(MOD)]
+        return [
+            f"<|user|> compute {a} plus {b} plus {c} plus {d} mod {MOD} {EOS} <|assistant|> {THINK}"
+            for a in range(MOD)
+            for b in range(MOD)
+            for c in range(MOD)
+            for d in range(MOD)
+        ]
 
     def harmful(self, prompt: str) -> bool:
         return any(f" {o} " in f" {prompt} " for o in SAFETY["harmful"])
@@ -290,8 +352,17 @@ def template_dataset(concept: str = "refusal", n: int = 400, *, length: int = 24
 
 # planted HMM ---------------------------------------------------------------------------------------
 
-def planted_hmm(n: int = 400, *, T: int = 30, d: int = 16, switch: float = 0.1, separation: float = 1.0,
-                per_group: int = 4, seed: int = 0):
+
+def planted_hmm(
+    n: int = 400,
+    *,
+    T: int = 30,
+    d: int = 16,
+    switch: float = 0.1,
+    separation: float = 1.0,
+    per_group: int = 4,
+    seed: int = 0,
+):
     """Hidden-state sequences from a planted two-state HMM: ``h_t = mu[z_t] + N(0, I)``.
 
     The initial state is a fair coin and the chain flips with probability ``switch`` per step, so the
@@ -322,6 +393,7 @@ def planted_hmm(n: int = 400, *, T: int = 30, d: int = 16, switch: float = 0.1, 
 
 # users' rollouts -----------------------------------------------------------------------------------
 
+
 @dataclass
 class Rollouts:
     """Rollouts read from a JSONL file: prompts, chains of thought, labels (may be ``None``), groups."""
@@ -349,8 +421,9 @@ def load_rollouts(path, *, end_think: str = END_THINK) -> Rollouts:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"data.path: no file at {path}")
-    out = Rollouts([], [], [], [], {"bad_json": [], "missing_field": [], "no_end_think": [], "empty_cot": [],
-                                    "bad_label": []})
+    out = Rollouts(
+        [], [], [], [], {"bad_json": [], "missing_field": [], "no_end_think": [], "empty_cot": [], "bad_label": []}
+    )
     for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
             continue
@@ -359,8 +432,11 @@ def load_rollouts(path, *, end_think: str = END_THINK) -> Rollouts:
         except json.JSONDecodeError:
             out.skipped["bad_json"].append(lineno)
             continue
-        if not isinstance(row, dict) or not isinstance(row.get("prompt"), str) or not isinstance(
-                row.get("completion"), str):
+        if (
+            not isinstance(row, dict)
+            or not isinstance(row.get("prompt"), str)
+            or not isinstance(row.get("completion"), str)
+        ):
             out.skipped["missing_field"].append(lineno)
             continue
         if end_think not in row["completion"]:
@@ -380,6 +456,5 @@ def load_rollouts(path, *, end_think: str = END_THINK) -> Rollouts:
         out.groups.append(row.get("group", row["prompt"]))
     n_bad = sum(map(len, out.skipped.values()))
     if n_bad:
-        log.warning("%s: skipped %d line(s): %s", path, n_bad,
-                    {k: v for k, v in out.skipped.items() if v})
+        log.warning("%s: skipped %d line(s): %s", path, n_bad, {k: v for k, v in out.skipped.items() if v})
     return out
