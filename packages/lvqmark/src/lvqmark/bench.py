@@ -62,22 +62,24 @@ def run_bench(cfg):
         "gen_nowm": lambda: marks["local"].generate(n_gen, watermark=False, generator=gen),
         "detect_local": lambda: marks["local"].detect(x), "detect_global": lambda: marks["global"].detect(x),
     }, repeats=reps, warmup=1, threads=1)
-    wm_cost = res.speedup("gen_nowm", over="gen_wm")          # time(WM) / time(NoWM)
+    wm_cost = res.speedup("gen_nowm", over="gen_wm", kind="cpu")   # CPU time(WM) / time(NoWM): the shared
+    wm_cost_wall = res.speedup("gen_nowm", over="gen_wm")           # machine's load lands on wall time
     train_ratio = res.speedup("train_global", over="train_local")   # time(local) / time(global)
     det_ratio = res.speedup("detect_global", over="detect_local")
     mem = {k: peak_memory(train_step, setup=s) for k, s in (("local", _setup_local), ("global", _setup_global))}
     claims = [
         Claim.threshold("wm_generation_cost_le_1.1x", "Performance: watermarked generation costs at most 1.1× "
-                        f"unwatermarked ({n_gen} series, L-VQVAE + prior, wall time, interleaved).",
-                        "time(WM) / time(NoWM)", wm_cost, threshold=1.1, better="lower"),
+                        f"unwatermarked ({n_gen} series, L-VQVAE + prior, CPU time of the process, interleaved; the wall "
+                        "ratio is in the notes).", "CPU time(WM) / CPU time(NoWM)", wm_cost, threshold=1.1, better="lower"),
     ]
     rows = res.rows() + [
-        {"candidate": "ratio time(WM)/time(NoWM) generation", "value": wm_cost.value},
+        {"candidate": "ratio CPU time(WM)/time(NoWM) generation", "value": wm_cost.value},
+        {"candidate": "ratio wall time(WM)/time(NoWM) generation", "value": wm_cost_wall.value},
         {"candidate": "ratio time(local)/time(global) train step", "value": train_ratio.value},
         {"candidate": "ratio time(local)/time(global) detection", "value": det_ratio.value},
         *({"candidate": f"peak memory train step {k}", "mib": m.mib, "wall_s": m.wall_s} for k, m in mem.items()),
     ]
-    notes = {"train_local_over_global": train_ratio.value, "detect_local_over_global": det_ratio.value,
+    notes = {"wall_ratio_wm_over_nowm": wm_cost_wall.value, "train_local_over_global": train_ratio.value, "detect_local_over_global": det_ratio.value,
              "peak_mib_local": mem["local"].mib, "peak_mib_global": mem["global"].mib}
     claims[0].notes = ", ".join(f"{k}={v:.3g}" for k, v in notes.items() if not math.isnan(v))
     return claims, rows
