@@ -142,11 +142,10 @@ def run(cfg, out_dir: Path | None = None) -> dict:
             claims += synthetic_claims(rows, att, seeds, cfg)
         checks += run_checks(rows, cfg)
     if cfg.macrodata.enabled:
-        from omegaconf import OmegaConf
-
         from lvqmark.experiments import run_all
 
-        mcfg = OmegaConf.merge(cfg, cfg.macrodata.override)
+        mcfg = cfg.copy()
+        mcfg.merge_with(cfg.macrodata.override)
         mseeds = seeds[: int(cfg.macrodata.seeds)]
         r2, a2, _, _ = run_all(mcfg, mseeds, device)
         rows += r2
