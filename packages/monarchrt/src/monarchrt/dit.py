@@ -30,13 +30,19 @@ def chunk_mask(layout, chunk_frames: int, device=None) -> torch.Tensor:
 
 
 class AttentionOp:
-    """``kind`` ∈ dense | monarch | topk | sliding_tile, all block-causal over frame chunks."""
+    """``kind`` ∈ dense | monarch | topk | sliding_tile, all block-causal over frame chunks.
+
+    ``backend`` (Monarch only): ``"auto"`` follows the tensors (the Triton kernels for CUDA tensors, the
+    torch reference on CPU), ``"torch"`` always the reference.
+    """
 
     def __init__(self, kind: str, layout, chunk_frames: int, *, monarch_knobs=None, topk: int = 0, window=None,
-                 tile=None):
+                 tile=None, backend: str = "auto"):
         if kind not in ("dense", "monarch", "topk", "sliding_tile"):
             raise ValueError(f"kind must be dense, monarch, topk or sliding_tile, got {kind!r}")
-        self.kind, self.layout, self.chunk_frames = kind, tuple(layout), chunk_frames
+        if backend not in ("auto", "torch"):
+            raise ValueError(f"backend must be 'auto' or 'torch', got {backend!r}")
+        self.kind, self.layout, self.chunk_frames, self.backend = kind, tuple(layout), chunk_frames, backend
         self.monarch_knobs, self.topk = dict(monarch_knobs or {}), topk
         self.mask = chunk_mask(layout, chunk_frames)
         if kind == "sliding_tile":
@@ -45,7 +51,7 @@ class AttentionOp:
     def __call__(self, q, k, v):
         if self.kind == "monarch":
             return monarch_attention(q, k, v, self.layout, causal_frames=True, chunk_frames=self.chunk_frames,
-                                     backend="torch", **self.monarch_knobs)
+                                     backend=self.backend, **self.monarch_knobs)
         if self.kind == "topk":
             return B.topk_attention(q, k, v, self.topk, causal_mask=self.mask.to(q.device))
         return F.scaled_dot_product_attention(q, k, v, attn_mask=self.mask.to(q.device))
@@ -55,7 +61,7 @@ class AttentionOp:
         hw = self.layout[1] * self.layout[2]
         if self.kind == "monarch":
             return monarch_chunk_attention(q, k, v, self.layout[1:], chunk_frames=self.chunk_frames,
-                                           backend="torch", **self.monarch_knobs)
+                                           backend=self.backend, **self.monarch_knobs)
         rows = slice(start_frame * hw, start_frame * hw + q.shape[-2])
         mask = self.mask[rows, : k.shape[-2]].to(q.device)
         if self.kind == "topk":
@@ -165,29 +171,31 @@ def rollout(model, context, attn, chunk_frames: int, steps: int = 4, generator=N
     Fr, cf = model.frames, chunk_frames
     if Fc % cf or Fr % cf:
         raise ValueError(f"context frames {Fc} and model frames {Fr} must be multiples of chunk_frames={cf}")
-    x = torch.zeros(Bn, Fr, model.size, model.size)
+    dev = context.device
+    x = torch.zeros(Bn, Fr, model.size, model.size, device=dev, dtype=context.dtype)
     x[:, :Fc] = context
     cache = KVCache(len(model.blocks)) if kv_cache else None
     if cache is not None:
         for start in range(0, Fc, cf):
-            model(context[:, start:start + cf], torch.zeros(Bn, cf), attn, cache=cache, commit=True)
+            model(context[:, start:start + cf], torch.zeros(Bn, cf, device=dev), attn, cache=cache, commit=True)
     for start in range(Fc, Fr, cf):
         sl = slice(start, start + cf)
-        xc = torch.randn(x[:, sl].shape, generator=generator)
+        # drawn on the CPU generator, so a CUDA rollout draws the same noise as a CPU one
+        xc = torch.randn(x[:, sl].shape, generator=generator).to(dev, context.dtype)
         for i in range(steps):
             t_now, dt = 1.0 - i / steps, 1.0 / steps
             if cache is not None:
-                v = model(xc, torch.full((Bn, cf), t_now), attn, cache=cache)
+                v = model(xc, torch.full((Bn, cf), t_now, device=dev), attn, cache=cache)
             else:
                 x[:, sl] = xc
-                t = torch.zeros(Bn, Fr)
+                t = torch.zeros(Bn, Fr, device=dev)
                 t[:, sl] = t_now
                 t[:, start + cf:] = 1.0
                 v = model(x, t, attn)[:, sl]
             xc = xc - dt * v
         x[:, sl] = xc
         if cache is not None and start + cf < Fr:
-            model(xc, torch.zeros(Bn, cf), attn, cache=cache, commit=True)
+            model(xc, torch.zeros(Bn, cf, device=dev), attn, cache=cache, commit=True)
     return x
 
 

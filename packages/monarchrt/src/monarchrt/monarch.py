@@ -88,6 +88,12 @@ class MonarchPlan:
     def S(self) -> int:  # queries per class
         return self.N // (self.G * self.C)
 
+    def primitive_shapes(self, d: int, e: int | None = None) -> dict[str, tuple[int, int, int, int]]:
+        """``(M, N, D, E)`` of each block-attention call per batch item (queries, keys, key width, value
+        width): the R-step ``"R"``, the L-step ``"L"`` and, from the second round on, the transposed call ``"T"``."""
+        e = d if e is None else e
+        return {"R": (self.G * self.C, self.b, d, d + e), "L": (self.S, self.m, d, e), "T": (self.m, self.S, d, d)}
+
     def _dims(self):
         return dict(fo=self.gf // self.bf, fi=self.bf, hc=self.bh // self.h_reduce, hr=self.h_reduce,
                     ho=self.H // self.bh, wc=self.bw // self.w_reduce, wr=self.w_reduce, wo=self.W // self.bw)
