@@ -24,7 +24,7 @@ def covering(vae) -> np.ndarray:
 
 def jacobian_support(vae, x) -> np.ndarray:
     """``(L, T)`` bool: ∂ encoder(x)[j] / ∂ x[t] is nonzero (one series ``x (T, C)``)."""
-    jac = torch.autograd.functional.jacobian(lambda v: vae.encoder(v[None])[0], x)   # (L, dim, T, C)
+    jac = torch.autograd.functional.jacobian(lambda v: vae.encoder(v[None])[0], x, vectorize=True)   # (L, dim, T, C)
     return (jac.abs().sum((1, 3)) > 0).numpy()
 
 
@@ -42,7 +42,7 @@ def perturbation_support(vae, x, eps=1.0) -> np.ndarray:
 
 def construction_checks(seed: int = 0) -> list:
     torch.manual_seed(seed)
-    local, glob = LVQVAE(5).eval(), GlobalVQVAE(5).eval()
+    local, glob = LVQVAE(5, dim=16).eval(), GlobalVQVAE(5, dim=16).eval()
     x = torch.randn(32, 5)
     cover = covering(local)
     wm = Watermark(seed, codebook_size=64, length=15)
