@@ -8,7 +8,6 @@ distribution matches the weighted source prototypes.
 from __future__ import annotations
 
 import numpy as np
-import ot
 import torch
 
 
@@ -54,6 +53,8 @@ def ot_cost(x: torch.Tensor, y: torch.Tensor, *, weights_x=None, weights_y=None)
     The plan comes from ``ot.emd`` on the detached costs; the returned ``<T, M>`` is differentiable in
     ``x`` and ``y`` (the envelope theorem: the optimal plan's gradient term vanishes).
     """
+    import ot  # imported here: POT's import pulls in every installed backend (jax, tensorflow), seconds
+
     a, b = _weights(weights_x, x.size(0), x), _weights(weights_y, y.size(0), x)
     m = torch.cdist(x, y).pow(2)
     plan = ot.emd(a.detach().double().cpu().numpy(), b.detach().double().cpu().numpy(),

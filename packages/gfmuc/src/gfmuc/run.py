@@ -279,15 +279,14 @@ def task_bench(cfg, seeds) -> tuple[list, list, dict]:
                     mem = peak_memory(fn, setup=functools.partial(_bench_setup, path, n, 12345, b))
                     row["peak_mib"] = mem.mib
                 rows.append(row)
-    # NMI at the claim's size, over the seeds: fine-tuned (sources pre-trained per seed) vs DGI + k-means
+    # NMI at the claim's size: the one pre-trained model fine-tuned on a new target per seed, against
+    # DGI + k-means trained on that target with the same seed
     nmi = {"finetune": [], "dgi_kmeans": []}
     n3 = int(bc.claim_size)
     for seed in tqdm(seeds, desc="bench nmi", disable=None):
-        nodes, graphs, _, _ = make_domains(cfg, seed)
         t = csbm(n3, b["k"], homophily=b["h"], feature_dim=b["width"], snr=b["snr"], seed=seed + 777,
                  avg_degree=b["avg_degree"])
-        m = GFMUC(**params, random_state=seed).pretrain([*nodes, graphs])
-        nmi["finetune"].append(clustering_scores(t.y, m.fit_predict(t, b["k"]))["nmi"])
+        nmi["finetune"].append(clustering_scores(t.y, model.fit_predict(t, b["k"]))["nmi"])
         nmi["dgi_kmeans"].append(clustering_scores(t.y, dgi_kmeans(t, b["k"], seed=seed, **params))["nmi"])
         rows.append({"task": "bench_nmi", "seed": seed, "nodes": n3, "nmi_finetune": nmi["finetune"][-1],
                      "nmi_dgi_kmeans": nmi["dgi_kmeans"][-1]})
@@ -306,7 +305,9 @@ def task_bench(cfg, seeds) -> tuple[list, list, dict]:
             f"On the {n3}-node targets the fine-tuned model's NMI is no lower than DGI + k-means trained on the "
             "target (non-inferiority margin 0.02 NMI, fixed in advance).",
             f"NMI on {n3}-node CSBM targets", nmi["finetune"], baseline="dgi_kmeans",
-            baselines={"dgi_kmeans": nmi["dgi_kmeans"]}, better="higher", margin=-0.02, paired=True, bounds=(0, 1)),
+            baselines={"dgi_kmeans": nmi["dgi_kmeans"]}, better="higher", margin=-0.02, paired=True, bounds=(0, 1),
+            notes=f"one model pre-trained on the sources (seed {int(seeds[0])}), fine-tuned on {len(seeds)} new "
+                  f"{n3}-node targets (one per seed); DGI + k-means trained on each target with the same epochs."),
     ]
     return claims, rows, {"speedups": {n: v.value for n, v in speed.items()}}
 
