@@ -1,4 +1,5 @@
 import json
+
 import numpy as np
 import pytest
 from lvqmark.run import run

@@ -73,9 +73,11 @@ def attack_batch(x, generator, *, grid=tuple(ATTACKS), max_strength=0.35, clean_
 
 
 def train_robust_encoder(vae: LVQVAE, x: torch.Tensor, *, steps: int, batch: int = 128, lr: float = 1e-3,
-                         generator=None, temperature: float = 1.0) -> RobustEncoder:
+                         generator=None, temperature: float = 1.0, decoded_fraction: float = 0.5) -> RobustEncoder:
     """Stage 4: cross-entropy of the nearest-code logits (−‖z − e_k‖²/τ) of the attacked series against the
-    tokens the frozen tokenizer gives the clean series. ``x`` is the training split only."""
+    tokens the frozen tokenizer gives the clean series. ``x`` is the training split only; a
+    ``decoded_fraction`` of each batch is replaced by the decoder's output for the clean tokens (inferred:
+    it makes re-encoding of generated series consistent)."""
     from lvqmark.io import batches
 
     robust = RobustEncoder(vae).to(vae.codebook.device)
@@ -85,6 +87,13 @@ def train_robust_encoder(vae: LVQVAE, x: torch.Tensor, *, steps: int, batch: int
     robust.train()
     robust.draws = []
     for i, (xb, tb) in enumerate(batches((x, target_all), batch, steps, generator)):
+        # half the inputs are the tokenizer's own decodings of the clean tokens: detection re-encodes
+        # *generated* (decoded) series, so the encoder must also be consistent on the decoder's outputs
+        use_dec = torch.rand(xb.shape[0], generator=generator) < decoded_fraction
+        if use_dec.any():
+            with torch.no_grad():
+                xb = xb.clone()
+                xb[use_dec.to(xb.device)] = vae.decode(tb[use_dec.to(tb.device)])
         xa, rec = attack_batch(xb, generator)
         robust.draws.append(rec)
         loss = F.cross_entropy(robust.logits(xa).reshape(-1, vae.codebook_size) / temperature, tb.reshape(-1))
