@@ -1,7 +1,7 @@
 import pytest
 import torch
 from molhit import MolHIT
-from molhit.model import _top_p
+from molhit.model import _bond_temperature, _top_p
 
 SMILES = ["CCO", "c1ccccc1", "CC(=O)O", "CCN", "c1ccncc1", "CC(=O)Nc1ccc(O)cc1"]
 
@@ -20,6 +20,26 @@ def test_top_p_keeps_the_nucleus():
     logp = torch.tensor([[0.5, 0.3, 0.15, 0.05]]).log()
     kept = torch.isfinite(_top_p(logp, 0.7))
     assert kept.tolist() == [[True, True, False, False]]
+
+
+@pytest.mark.parametrize("temperature, top_p", [(0.5, 1.0), (0.6, 0.9), (1.5, 1.0), (1.0, 0.8)])
+def test_temperature_sharpens_the_bond_type_but_keeps_the_bond_probability(temperature, top_p):
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(3, 5, 5, 4, generator=g) * 2
+    logits[..., 0] += 3                                  # class 0 = no bond, the likeliest for most pairs
+    logp = logits.log_softmax(-1)
+    out = _bond_temperature(logp, temperature, top_p)
+    torch.testing.assert_close(out.exp().sum(-1), torch.ones(3, 5, 5))
+    torch.testing.assert_close(out[..., 0], logp[..., 0])                      # p(no bond) unchanged
+    # given a bond, the type is p_k^(1/T), renormalised (then the nucleus)
+    typ = (logp[..., 1:] / temperature).softmax(-1)
+    want = _top_p(typ.log(), top_p).softmax(-1)
+    got = (out[..., 1:] - torch.logsumexp(out[..., 1:], -1, keepdim=True)).exp()
+    torch.testing.assert_close(got, want)
+    # what 0.1 did (every logit divided by T < 1) drops the expected number of bonds; this does not
+    if temperature < 1:
+        old_bonds = 1 - (logp / temperature).softmax(-1)[..., 0]
+        assert float(old_bonds.sum()) < float((1 - out[..., 0].exp()).sum())
 
 
 def test_bad_sampling_args():
