@@ -168,14 +168,17 @@ class MeanFieldSampler:
         if self.damping == "auto":
             wt = torch.softmax(base, 0)
             u = self._pvec
-            if u is None or u.shape != base.shape:
+            fresh = u is None or u.shape != base.shape
+            if fresh:  # first step or just resampled: a new start vector and a few more iterations
                 u = torch.randn(base.shape, dtype=base.dtype, device=base.device, generator=None)
-            u = u / u.norm()
-            v = wt * u
-            jv = jvp_w(prep, wt, v - wt * v.sum())
-            jv = kappa * jv
-            rho = float(jv.norm())
-            self._pvec = jv if rho > 0 else u
+            rho = 0.0
+            for _ in range(4 if fresh else 1):
+                u = u / u.norm()
+                v = wt * u
+                jv = kappa * jvp_w(prep, wt, v - wt * v.sum())
+                rho = max(rho, float(jv.norm()))
+                u = jv if float(jv.norm()) > 0 else u
+            self._pvec = u
             eta = 2.0 / (2.0 + 1.1 * rho)
         else:
             eta = self.damping
@@ -280,6 +283,7 @@ class MeanFieldSampler:
                 idx = self._resample_idx(torch.softmax(A, 0), generator)
                 x, psi, grad = x[idx], psi[idx], grad[idx]
                 A = torch.zeros_like(A)
+                self._pvec = None  # the power iteration's vector belongs to the old particles
                 did = True
             rec = {"step": k, "t": t1, "ess": ess, "resampled": did}
             if record and inc is not None:
