@@ -1,6 +1,6 @@
 from paperworks.testing import run_cli, smoke_without_matplotlib
 
-CLAIMS = {"near_perfect_validity", "validity_beats_mask", "quality_beats_baselines", "dae_fidelity", "dae_generation",
+CLAIMS = {"near_perfect_validity", "validity_beats_mask", "quality_beats_baselines", "dae_fidelity_moses", "dae_fidelity_charged", "dae_generation",
           "qed_guidance", "mw_guidance", "scaffold_extension"}
 
 

@@ -269,9 +269,6 @@ def _claims(cfg, results, counts, qed_res, mw_res, scaf_res):
 
     val_b = {p: ci(r, "validity") for p, r in bases.items()} or {"absorbing": nan}
     qual_b = {p: ci(r, "quality") for p, r in bases.items()} or {"absorbing": nan}
-    enc = {}
-    for e in ("decoupled", "digress", "digress_aromatic"):
-        enc[e] = (sum(counts[(e, s)][0] for s in ("moses", "charged")), sum(counts[(e, s)][1] for s in ("moses", "charged")))
     dig = {k: ci(r, "validity") for k, r in results.items() if k.endswith("+digress")} or {"hierarchical+digress": nan}
     claims = [
         Claim.threshold(
@@ -286,14 +283,18 @@ def _claims(cfg, results, counts, qed_res, mw_res, scaf_res):
         Claim.compare_all(
             "quality_beats_baselines", "MolHIT's quality (valid, unique, QED>=0.6, SA<=4) beats the graph baselines "
             "(1D baselines not run).", "quality", ci(hd, "quality"), baselines=qual_b, better="higher"),
-        Claim.compare_all(
-            "dae_fidelity", "Decoupled atom encoding raises round-trip fidelity over DiGress-style types "
-            "(kekulised bonds, and DiGress's aromatic bond type).",
-            "round-trip fidelity on MOSES sample + charged set", _prop(*enc["decoupled"]),
-            baselines={"digress": _prop(*enc["digress"]), "digress_aromatic": _prop(*enc["digress_aromatic"])},
+        # fidelity per set: on MOSES (no charges) every encoding is near 1 but DiGress's aromatic bond type;
+        # the charged set is where element-only types fail. Pooling the two hid the charged set in 100k easy rows.
+        *(Claim.compare_all(
+            f"dae_fidelity_{s}", f"Decoupled atom encoding raises round-trip fidelity over DiGress-style types "
+            f"(kekulised bonds, and DiGress's aromatic bond type) on the {label}.",
+            f"round-trip fidelity, {label}", _prop(*counts[("decoupled", s)]),
+            baselines={"digress_aromatic": _prop(*counts[("digress_aromatic", s)]),
+                       "digress": _prop(*counts[("digress", s)])},
             better="higher",
-            notes="per set: " + ", ".join(f"{e}/{s}: {k}/{m}" for (e, s), (k, m) in counts.items())
-                  + "; MOSES has no charged molecules, so the charged set is hand-made"),
+            notes=", ".join(f"{e}: {k}/{m}" for (e, s2), (k, m) in counts.items() if s2 == s)
+                  + ("; MOSES has no charged molecules, so this set is hand-made" if s == "charged" else ""))
+          for s, label in (("moses", "MOSES sample"), ("charged", "charged set"))),
         Claim.compare(
             "dae_generation", "At equal budget (same process, denoiser, data, seed, steps) HDDM with the decoupled "
             "encoding generates more strictly valid molecules than with DiGress-style element types.",
