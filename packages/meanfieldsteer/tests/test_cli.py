@@ -21,15 +21,18 @@ def test_smoke_mode_mass_within_005_and_closer_than_gradient(smoke_run):
     _, d = smoke_run
     rows = list(csv.DictReader(open(d / "metrics.csv")))
     star = float(rows[0]["left_mass_star"])
-    err = {m: np.mean([abs(float(r["left_mass"]) - star) for r in rows if r["method"] == m])
-           for m in ("meanfield", "gradient")}
+    err = {
+        m: np.mean([abs(float(r["left_mass"]) - star) for r in rows if r["method"] == m])
+        for m in ("meanfield", "gradient")
+    }
     assert err["meanfield"] < 0.05
     assert err["meanfield"] < err["gradient"]
 
 
 def test_smoke_without_matplotlib_writes_results_and_no_plots(tmp_path, monkeypatch):
-    doc = smoke_without_matplotlib("meanfieldsteer", run, monkeypatch, tmp_path,
-                                   overrides=("experiment=smoke", "exp1.enabled=false"))
+    doc = smoke_without_matplotlib(
+        "meanfieldsteer", run, monkeypatch, tmp_path, overrides=("experiment=smoke", "exp1.enabled=false")
+    )
     assert doc["experiment"] == "smoke"
 
 

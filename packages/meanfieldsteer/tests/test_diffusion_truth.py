@@ -21,8 +21,9 @@ def test_mixture_score_is_autograd_of_log_density(dtype, schedule):
 
 
 def test_mixture_takes_torch_and_saves(tmp_path):
-    gm = GaussianMixture(torch.tensor([1.0, 3.0]), torch.tensor([[0.0], [1.0]]), torch.tensor([0.5, 2.0]),
-                         schedule="cosine")
+    gm = GaussianMixture(
+        torch.tensor([1.0, 3.0]), torch.tensor([[0.0], [1.0]]), torch.tensor([0.5, 2.0]), schedule="cosine"
+    )
     p = gm.save(tmp_path / "gm.npz")
     gm2 = GaussianMixture.load(p)
     x = torch.linspace(-2, 2, 9)[:, None]
@@ -45,8 +46,9 @@ def test_mixture_bad_inputs():
 
 def test_grid_solver_meets_gaussian_closed_form():
     grid = np.linspace(-8, 8, 2000)
-    dens, info = solve_tilt_1d(lambda g: -0.5 * (g - 0.5) ** 2 / 1.5, MeanReward([2.0], lam=3.0), grid,
-                               return_info=True)
+    dens, info = solve_tilt_1d(
+        lambda g: -0.5 * (g - 0.5) ** 2 / 1.5, MeanReward([2.0], lam=3.0), grid, return_info=True
+    )
     m, c = gaussian_mean_tilt([0.5], [[1.5]], [2.0], 3.0)
     dx = grid[1] - grid[0]
     mean = np.sum(grid * dens) * dx

@@ -58,8 +58,7 @@ def test_linear_reward_reproduces_independent_pointwise_fk_step_for_step(gmm1d):
 
 def test_weights_accumulate_without_resampling(gmm1d):
     """#12: the final log-weights are the sum of every step's increment (not the last potential)."""
-    s = MeanFieldSampler(gmm1d, MMDReward(torch.tensor([[-2.0], [-1.5], [2.0]]), lam=5.0), n_steps=20,
-                         resample=None)
+    s = MeanFieldSampler(gmm1d, MMDReward(torch.tensor([[-2.0], [-1.5], [2.0]]), lam=5.0), n_steps=20, resample=None)
     wp = s.sample(64, 1, generator=gen(1), record=True)
     total = sum(rec["increment"] for rec in s.trace)
     np.testing.assert_allclose(torch.softmax(total, 0).numpy(), wp.weights.numpy(), atol=1e-9)
@@ -68,8 +67,7 @@ def test_weights_accumulate_without_resampling(gmm1d):
 
 
 def test_adaptive_resampling_accumulates_between_resamplings(gmm1d):
-    s = MeanFieldSampler(gmm1d, LinearReward(lambda z: -2.0 * (z[:, 0] + 2.0) ** 2), n_steps=40,
-                         ess_threshold=0.5)
+    s = MeanFieldSampler(gmm1d, LinearReward(lambda z: -2.0 * (z[:, 0] + 2.0) ** 2), n_steps=40, ess_threshold=0.5)
     wp = s.sample(128, 1, generator=gen(2), record=True)
     flags = [rec["resampled"] for rec in s.trace]
     assert any(flags)
@@ -96,7 +94,8 @@ def test_weights_only_and_resampled_agree_in_expectation(gmm1d):
         vals = []
         for seed in range(6):
             wp = MeanFieldSampler(gmm1d, rew, n_steps=40, resample=res, ess_threshold=0.9).sample(
-                256, 1, generator=gen(100 + seed))
+                256, 1, generator=gen(100 + seed)
+            )
             vals.append(float(wp.mean()[0]))
         means[res] = np.mean(vals)
     for v in means.values():
@@ -104,6 +103,7 @@ def test_weights_only_and_resampled_agree_in_expectation(gmm1d):
     assert abs(means[None] - means["systematic"]) < 0.12
 
 
+@pytest.mark.slow
 def test_meanfield_mode_mass_beats_gradient_and_kfp0(gmm1d):
     """A small Exp 1: mean-field FK's left-mode mass matches μ*'s; gradient-only's and K_FP = 0's do not."""
     from meanfieldsteer.experiments import exp1_problem
@@ -115,8 +115,9 @@ def test_meanfield_mode_mass_beats_gradient_and_kfp0(gmm1d):
     star = float(dens[grid < 0].sum() * (grid[1] - grid[0]))
     mass = {}
     for name, kw in {"mf": {"k_fp": 3}, "k0": {"k_fp": 0}, "grad": {"mode": "gradient"}}.items():
-        mass[name] = left_mass(MeanFieldSampler(gmm1d, r, n_steps=50, **kw).sample(256, 1, generator=gen(0),
-                                                                                  dtype=torch.float32))
+        mass[name] = left_mass(
+            MeanFieldSampler(gmm1d, r, n_steps=50, **kw).sample(256, 1, generator=gen(0), dtype=torch.float32)
+        )
     assert abs(mass["mf"] - star) < 0.05
     assert abs(mass["grad"] - star) > abs(mass["mf"] - star)
     assert abs(mass["k0"] - star) > abs(mass["mf"] - star)
@@ -168,10 +169,16 @@ class _NaNAt(MeasureReward):
 
 def test_bad_inputs(gmm1d):
     r = LinearReward(r_fn)
-    for kw, match in [({"ess_threshold": 0.0}, "ess_threshold"), ({"ess_threshold": 1.5}, "ess_threshold"),
-                      ({"k_fp": -1}, "k_fp"), ({"mode": "x"}, "mode"), ({"psi_dot": "newton"}, "psi_dot"),
-                      ({"resample": "stratified"}, "resample"), ({"n_steps": "200"}, "n_steps"),
-                      ({"damping": 2.0}, "damping")]:
+    for kw, match in [
+        ({"ess_threshold": 0.0}, "ess_threshold"),
+        ({"ess_threshold": 1.5}, "ess_threshold"),
+        ({"k_fp": -1}, "k_fp"),
+        ({"mode": "x"}, "mode"),
+        ({"psi_dot": "newton"}, "psi_dot"),
+        ({"resample": "stratified"}, "resample"),
+        ({"n_steps": "200"}, "n_steps"),
+        ({"damping": 2.0}, "damping"),
+    ]:
         with pytest.raises((ValueError, TypeError), match=match):
             MeanFieldSampler(gmm1d, r, **kw)
     with pytest.raises(ValueError, match="n_particles"):
