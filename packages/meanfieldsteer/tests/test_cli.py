@@ -8,6 +8,13 @@ from meanfieldsteer.run import run
 from paperworks.testing import run_cli, smoke_without_matplotlib
 
 
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory):
+    """The installed console script on experiment=smoke (one run shared by the tests that read it)."""
+    d = tmp_path_factory.mktemp("smoke") / "run"
+    return run_cli("meanfieldsteer", d), d
+
+
 def test_smoke_cli_writes_results(smoke_run):
     doc, d = smoke_run
     assert doc["package"] == "meanfieldsteer" and doc["experiment"] == "smoke"
@@ -49,12 +56,18 @@ def test_load_samples_skips_bad_rows(tmp_path):
 
 
 def test_steer_verb_on_a_users_file(tmp_path):
+    """The ``steer`` verb's config and run (in-process: the console script itself is tested by the smoke run)."""
+    from meanfieldsteer.verbs import run_steer
+
+    from paperworks.hydra_glue import compose
+
     p = tmp_path / "target.csv"
     p.write_text("\n".join(["-2.1", "-1.9", "-2.0", "bad", "2.0"]) + "\n")
-    doc = run_cli("meanfieldsteer", tmp_path / "run", "steer", f"data.path={p}", "n=64", "n_steps=20")
-    m = doc["metrics"][0] if isinstance(doc.get("metrics"), list) else None
-    assert (tmp_path / "run" / "samples.npz").exists()
-    rows = list(csv.DictReader(open(tmp_path / "run" / "metrics.csv")))
-    assert int(rows[0]["skipped_rows"]) == 1
-    assert float(rows[0]["mmd2_steered"]) < float(rows[0]["mmd2_prior"])
-    del m
+    cfg = compose("meanfieldsteer", [f"data.path={p}", "n=64", "n_steps=20", "device=cpu"], config_name="steer")
+    out = run_steer(cfg, tmp_path)
+    row = out["metrics"][0]
+    assert (tmp_path / "samples.npz").exists()
+    assert row["skipped_rows"] == 1
+    assert row["mmd2_steered"] < row["mmd2_prior"]
+    with pytest.raises(ValueError, match="data.path"):
+        run_steer(compose("meanfieldsteer", [], config_name="steer"), tmp_path)
