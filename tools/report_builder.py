@@ -28,11 +28,11 @@ from pathlib import Path
 from paperworks.results import atomic_write_text, validate_results
 from paperworks.tables import claim_rows, counts, fmt_estimate, markdown_table, run_header
 
-RECORDS = ("paper", "bench")
+RECORDS = ("paper", "bench", "bench_cuda")
 #: experiments too small to decide anything: shown with a caveat
 SMALL = ("smoke", "quick")
 CAVEAT = "too small to decide; the paper run is the result of record"
-_ORDER = {"paper": 0, "bench": 1, "quick": 2, "smoke": 3}
+_ORDER = {"paper": 0, "bench": 1, "bench_cuda": 2, "quick": 3, "smoke": 4}
 
 
 @dataclass

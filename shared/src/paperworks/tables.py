@@ -20,7 +20,8 @@ from pathlib import Path
 
 from paperworks.results import atomic_write_text, validate_results
 
-RECORDS = ("paper", "bench")
+# results of record: the CPU paper and bench runs, and a bench run on a GPU where a package has one
+RECORDS = ("paper", "bench", "bench_cuda")
 START = "<!-- paperworks:results {name} -->"
 END = "<!-- paperworks:end -->"
 _BLOCK = re.compile(r"<!-- paperworks:results (\w+) -->\n.*?<!-- paperworks:end -->", re.S)
