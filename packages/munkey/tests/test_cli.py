@@ -1,3 +1,4 @@
+import numpy as np
 from munkey.run import run
 
 from paperworks.testing import run_cli, smoke_without_matplotlib
@@ -5,12 +6,25 @@ from paperworks.testing import run_cli, smoke_without_matplotlib
 
 def test_smoke_cli_writes_results(tmp_path):
     doc = run_cli("munkey", tmp_path / "run")
-    assert doc["package"] == "munkey"
-    assert doc["experiment"] == "smoke"
-    assert {c["id"] for c in doc["claims"]} == {"mean_beats_median", "efficiency_ratio"}
+    assert doc["package"] == "munkey" and doc["experiment"] == "smoke"
+    ids = {c["id"] for c in doc["claims"]}
+    assert {"delete_mia_matches_oracle.digits.random", "beats_posthoc_avg_gap.digits.random",
+            "test_acc_vs_vit.digits"} <= ids
+    checks = {c["id"]: c["verdict"] for c in doc["checks"]}
+    for k in ("forget_changes_no_weight", "deleted_never_retrieved", "rows_removed", "untouched_bit_identical",
+              "saved_model_has_no_deleted_rows"):
+        assert checks[k] == "supported", k
     assert (tmp_path / "run" / "metrics.csv").exists()
+    assert (tmp_path / "run" / "mia_loss_hist.png").exists()
 
 
-def test_smoke_without_matplotlib_writes_results_and_no_plots(tmp_path, monkeypatch):
-    doc = smoke_without_matplotlib("munkey", run, monkeypatch, tmp_path)
+def test_user_npz_without_matplotlib(tmp_path, monkeypatch):
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, 150)
+    imgs = (rng.random((150, 8, 8)) * 60 + y[:, None, None] * 60).astype(np.uint8)
+    p = tmp_path / "user.npz"
+    np.savez(p, train_images=imgs, train_labels=y[:, None])
+    doc = smoke_without_matplotlib("munkey", run, monkeypatch, tmp_path / "out",
+                                   overrides=("experiment=smoke", f"data.path={p}"))
     assert doc["experiment"] == "smoke"
+    assert any(c["id"] == "delete_mia_matches_oracle.user.random" for c in doc["claims"])
