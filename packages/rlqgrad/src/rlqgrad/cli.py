@@ -1,7 +1,7 @@
 """Console script: ``rlqgrad experiment=smoke|quick|paper|bench key=value ...``."""
 
-from rlqgrad.run import run
 from paperworks.hydra_glue import hydra_cli
+from rlqgrad.run import run
 
 main = hydra_cli("rlqgrad", run)
 
