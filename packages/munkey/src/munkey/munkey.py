@@ -162,9 +162,9 @@ class MUNKEY(ViT):
         if ids.numel() == 0:
             raise ValueError("forget needs at least one id (got an empty forget set)")
         held = self.mem_ids.cpu()
-        present = torch.isin(ids, held)
-        if not bool(present.all()):
-            missing = ids[~present].tolist()
+        drop = torch.isin(held, ids)
+        if int(drop.sum()) != ids.numel():  # ids and held ids are unique: a shortfall means missing ids
+            missing = ids[~torch.isin(ids, held)].tolist()
             gone = {i for r in self.audit_log for i in r.ids}
             already = [i for i in missing if i in gone]
             unknown = [i for i in missing if i not in gone]
@@ -174,14 +174,16 @@ class MUNKEY(ViT):
             if unknown:
                 parts.append(f"unknown (never memorised): {unknown[:10]}")
             raise ValueError("forget: ids not in memory — " + "; ".join(parts))
-        keep = ~torch.isin(held, ids)
+        keep = ~drop
         before = int(held.numel())
         k = keep.to(self.mem_keys.device)
-        self.mem_keys = self.mem_keys[k].clone()
-        self.mem_ids = self.mem_ids[k].clone()
-        self.mem_values = nn.Parameter(self.mem_values.detach()[k].clone(),
-                                       requires_grad=self.mem_values.requires_grad)
-        rec = DeletionRecord(tuple(int(i) for i in ids.tolist()), before, int(keep.sum()),
+        # boolean indexing copies: the old tables are dropped, not masked (direct dict writes skip
+        # nn.Module's attribute bookkeeping, which costs more than the deletion itself)
+        self._buffers["mem_keys"] = self.mem_keys[k]
+        self._buffers["mem_ids"] = self.mem_ids[k]
+        self._parameters["mem_values"] = nn.Parameter(self.mem_values.detach()[k],
+                                                      requires_grad=self.mem_values.requires_grad)
+        rec = DeletionRecord(tuple(ids.tolist()), before, before - ids.numel(),
                              time.perf_counter() - t0, _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"))
         self.audit_log.append(rec)
         return rec
