@@ -97,14 +97,23 @@ def run_bench(cfg) -> tuple[list, list, list]:
         if abs(float(frac) - 0.1) < 1e-9:
             speed_10 = (k, res.speedup("munkey_delete", over="finetune"), res, ids)
     if speed_10 is not None:
-        k, sp, res, _ = speed_10
+        # the claim's own comparison: only the two candidates, more rounds (the table above has 5)
+        k, _, _, ids = speed_10
+        F_ = np.asarray(ids)
+        R_ = np.setdiff1d(np.arange(n), F_)
+        pool = [copy.deepcopy(mk) for _ in range(int(b.claim_repeats) + warm)]
+        res = compare({"munkey_delete": lambda: pool.pop().forget(ids),
+                       "finetune": functools.partial(METHODS["finetune"], vt, (x[F_], y[F_]), (x[R_], y[R_]),
+                                                     lr=1e-3, epochs=1, bs=64)},
+                      repeats=int(b.claim_repeats), warmup=warm, threads=1)
+        sp = res.speedup("munkey_delete", over="finetune")
         claims.append(Claim.threshold(
             "bench_delete_1000x_faster_than_finetune_epoch",
             f"Performance: deleting a 10 % forget set ({k} of {n} keys) is at least 1,000× faster than one epoch of "
             "the cheapest post-hoc baseline (fine-tune on the retain set) — ratio of paired medians, 1 thread.",
             "time(1 epoch fine-tune) / time(delete)", sp, threshold=1000.0, better="higher",
             notes=f"delete median {res.median('munkey_delete') * 1e3:.3f} ms, fine-tune epoch "
-                  f"{res.median('finetune'):.3f} s"))
+                  f"{res.median('finetune'):.3f} s; {int(b.claim_repeats)} interleaved rounds"))
 
     # inference with the digits memory against the plain ViT at the same batch
     xb = split.x_test[: int(b.infer_batch)]
