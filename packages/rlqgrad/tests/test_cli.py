@@ -2,11 +2,11 @@ from rlqgrad.run import run
 
 from paperworks.testing import run_cli, smoke_without_matplotlib
 
-TINY = ("experiment=smoke", "claim1.n_circuits=4", "timing.repeats=3", "train.budget=40", "controls.budget=20")
+TINY = ("experiment=smoke", "claim1.n_circuits=4", "train.budget=30", "controls.budget=12", "meta.total_steps=64")
 
 
 def test_smoke_cli_writes_results(tmp_path):
-    doc = run_cli("rlqgrad", tmp_path / "run")
+    doc = run_cli("rlqgrad", tmp_path / "run", *TINY)
     assert doc["package"] == "rlqgrad"
     assert doc["experiment"] == "smoke"
     ids = {c["id"] for c in doc["claims"]}

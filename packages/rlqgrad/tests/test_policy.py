@@ -28,7 +28,7 @@ def test_constant_cost_variance_stays_at_noise_floor(policy):
         steps.append(new - th)
         th = new
     floor = float(torch.exp(policy.log_std).max()) ** 2
-    assert np.var(np.asarray(steps), axis=0, ddof=1).min() >= 0.7 * floor
+    assert np.var(np.asarray(steps), axis=0, ddof=1).mean() >= 0.8 * floor
 
 
 def test_full_policy_checks_size_and_bad_config():
