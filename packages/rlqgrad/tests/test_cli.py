@@ -21,5 +21,5 @@ def test_smoke_cli_writes_results(tmp_path):
 
 
 def test_smoke_without_matplotlib_writes_results_and_no_plots(tmp_path, monkeypatch):
-    doc = smoke_without_matplotlib("rlqgrad", run, monkeypatch, tmp_path, overrides=TINY)
+    doc = smoke_without_matplotlib("rlqgrad", run, monkeypatch, tmp_path, overrides=(*TINY, "+identity_checks=false"))
     assert doc["experiment"] == "smoke"

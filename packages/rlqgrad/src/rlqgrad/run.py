@@ -523,10 +523,11 @@ def run(cfg, out_dir: Path | None = None) -> dict:
     metrics.append({"block": "meta", "evaluations": meta_evals, "wall_s": meta["wall_s"],
                     "loss_drop_first": float(np.mean(meta["rollout_loss_drop"][:5])),
                     "loss_drop_last": float(np.mean(meta["rollout_loss_drop"][-5:]))})
-    ch, mt = identity_checks(policy)
-    checks += ch
-    metrics += mt
-    lap("checks")
+    if cfg.get("identity_checks", True):
+        ch, mt = identity_checks(policy)
+        checks += ch
+        metrics += mt
+        lap("checks")
     if cfg.experiment.name == "bench":
         cl, rows = bench(cfg, policy, out_dir)
         claims += cl
