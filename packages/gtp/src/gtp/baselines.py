@@ -87,7 +87,7 @@ class TD3BC(Planner):
             if not torch.isfinite(lq):
                 raise FloatingPointError(f"TD3+BC diverged at step {it}")
             if it % 500 == 0:
-                hist.append(float(lq))
+                hist.append(lq.item())
         return {"critic_loss": hist}
 
 

@@ -16,7 +16,8 @@ from gtp.planners import CEMPlanner, GTPPlanner, MPPIPlanner, PriorPolicy, Rando
 def make_planner(name: str, m: LearnedModels, n: int, cfg) -> object:
     """A planner by name on the models ``m`` with N = ``n`` (knobs from ``cfg.planners``)."""
     pc = cfg.planners
-    common = {"n_samples": int(n), "gamma": float(pc.gamma), "iterations": int(pc.iterations)}
+    # the score's discount is the one the value was fitted with
+    common = {"n_samples": int(n), "gamma": float(m.info.get("gamma", pc.gamma)), "iterations": int(pc.iterations)}
     if name.startswith("gtp"):
         refine = name.split(":", 1)[1] if ":" in name else pc.gtp.refine
         refine = None if refine in (None, "none", "None") else refine

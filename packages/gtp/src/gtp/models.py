@@ -232,5 +232,5 @@ class ValueFunction(Normalised):
                 for p, pt in zip(self.net.parameters(), target.parameters()):
                     pt.lerp_(p, tau)
             if it % 100 == 0:
-                losses.append(float(loss))
+                losses.append(loss.item())
         return losses

@@ -162,8 +162,8 @@ class DiffusionPrior(Normalised):
             loss.backward()
             opt.step()
             sched.step()
-            if not math.isfinite(float(loss)):
-                raise FloatingPointError(f"prior training diverged at step {it} (loss {float(loss)})")
+            if not math.isfinite(loss.item()):
+                raise FloatingPointError(f"prior training diverged at step {it} (loss {loss.item()})")
             if it % 100 == 0:
-                losses.append(float(loss))
+                losses.append(loss.item())
         return losses

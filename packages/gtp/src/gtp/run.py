@@ -40,11 +40,21 @@ def _fit(cfg, env_id: str, seed: int, random_frac: float, device: str):
     return data, models
 
 
+def _grid(cfg, env_id: str) -> list[int]:
+    """The N grid of an environment (``eval.maze_n_grid`` on the maze, when set)."""
+    g = cfg.eval.get("maze_n_grid") if env_id == MAZE else None
+    return [int(n) for n in (g or cfg.eval.n_grid)]
+
+
 def _metric(env_id: str, res: dict) -> np.ndarray:
     return res["success"] if env_id == MAZE else res["returns"]
 
 
 def run(cfg, out_dir: Path | None = None) -> dict:
+    if cfg.experiment.name == "bench":
+        from gtp.bench import run_bench
+
+        return run_bench(cfg, out_dir)
     seeds = seeds_of(cfg)
     torch.set_num_threads(int(cfg.get("threads") or 1))
     E = cfg.eval
@@ -72,7 +82,7 @@ def run(cfg, out_dir: Path | None = None) -> dict:
                 saved_models = m.save(Path(out_dir) / "models.pt")
             t0 = time.perf_counter()
             eval_seed = 10_000 * (seed + 1)
-            jobs = [(p, n) for p in cfg.planners.sweep_n for n in E.n_grid]
+            jobs = [(p, int(n)) for p in cfg.planners.sweep_n for n in _grid(cfg, env_id)]
             jobs += [(p, int(E.n_main)) for p in cfg.planners.at_n_main if (p, int(E.n_main)) not in jobs]
             for name, n in jobs:
                 planner = ex.make_planner(name, m, n, cfg)
@@ -131,7 +141,7 @@ def run(cfg, out_dir: Path | None = None) -> dict:
 
 def _claims(cfg, per, worst, cv) -> list[Claim]:
     E, C = cfg.eval, cfg.claims
-    n_main, n_lo, n_hi = int(E.n_main), int(min(E.n_grid)), int(max(E.n_grid))
+    n_main = int(E.n_main)
     out = []
     names = {"mppi": "MPPI", "cem": "CEM", "rs": "random shooting", "prior": "prior-only (diffusion policy)",
              "td3bc": "TD3+BC"}
@@ -149,6 +159,7 @@ def _claims(cfg, per, worst, cv) -> list[Claim]:
         if env_id not in cfg.envs or (env_id, "gtp", n_main) not in per:
             continue
         tag = "pendulum" if env_id == "Pendulum-v1" else "maze"
+        n_lo, n_hi = min(_grid(cfg, env_id)), max(_grid(cfg, env_id))
         out.append(Claim.compare_all(
             f"{tag}_gtp_matches_or_exceeds_baselines",
             f"Claim 1 ({env_id}, N = {n_main}): GTP's {metric} is no worse than each baseline's by more than "
@@ -169,6 +180,7 @@ def _claims(cfg, per, worst, cv) -> list[Claim]:
             f"Expected direction ({env_id}): the GTP − MPPI gap in {metric} is larger at N = {n_lo} than at "
             f"N = {n_hi}.", f"GTP − MPPI ({metric})", list(gap_lo), baseline=f"gap at N={n_hi}",
             baselines={f"gap at N={n_hi}": list(gap_hi)}, better="higher", paired=True))
+    n_lo = min(_grid(cfg, "Pendulum-v1"))
     if ("Pendulum-v1", "gtp", n_lo) in per:
         out.append(Claim.compare(
             "pendulum_stable_worst_episode",
