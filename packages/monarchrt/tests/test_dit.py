@@ -1,7 +1,18 @@
 import pytest
 import torch
 from monarchrt.data import bouncing_squares
-from monarchrt.dit import AttentionOp, KVCache, TinyVideoDiT, capture_qkv, centroids, chunk_mask, rollout
+from monarchrt.dit import (
+    AttentionOp,
+    KVCache,
+    TinyVideoDiT,
+    capture_qkv,
+    centroids,
+    chunk_mask,
+    context_loss,
+    flow_matching_terms,
+    noise_levels,
+    rollout,
+)
 from monarchrt.experiment_dit import fidelity_on_model
 from monarchrt.fidelity import monarch_for_budget
 from monarchrt.train import train
@@ -12,7 +23,7 @@ def small_model():
     return TinyVideoDiT(frames=4, size=8, patch=2, dim=16, depth=1, heads=2)
 
 
-@pytest.mark.parametrize("kind", ["dense", "monarch", "topk", "sliding_tile"])
+@pytest.mark.parametrize("kind", ["dense", "monarch", "topk", "sliding_tile", "uniform"])
 def test_dit_is_chunk_causal_for_every_attention_op(kind):
     model = small_model()
     for p in model.parameters():  # make the zero-initialised output layers non-trivial
@@ -72,7 +83,7 @@ def op_of(kind, layout):
                        tile=(1, 2, 2))
 
 
-@pytest.mark.parametrize("kind", ["dense", "monarch", "topk", "sliding_tile"])
+@pytest.mark.parametrize("kind", ["dense", "monarch", "topk", "sliding_tile", "uniform"])
 def test_kv_cached_sampler_equals_full_recomputation(kind):
     model = noisy_model()
     op = op_of(kind, model.layout)
@@ -120,3 +131,52 @@ def test_fidelity_on_model_covers_layers_noise_levels_and_methods():
     assert {(r["layer"], r["noise"]) for r in rows} == {(0, 0.2), (0, 0.8), (1, 0.2), (1, 0.8)}
     assert {r["method"] for r in rows} == {"monarch", "misaligned", "topk", "sliding_tile", "nystrom"}
     assert all(r["source"] == "dit" and r["rel_err"] >= 0 for r in rows)
+
+
+def test_uniform_control_averages_the_visible_values_whatever_q_and_k():
+    layout, g = (4, 2, 2), torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 3, 16, 5, generator=g) for _ in range(3))
+    mask = chunk_mask(layout, 2)
+    ref = (mask.float() / mask.sum(-1, keepdim=True)) @ v  # brute force: the mean over the allowed keys
+    op = AttentionOp("uniform", layout, 2)
+    torch.testing.assert_close(op(q, k, v), ref)
+    torch.testing.assert_close(op(3 * q + 1, -k, v), ref)  # q and k do not matter
+    torch.testing.assert_close(op.chunk(q[..., 8:16, :], k, v, 2), ref[..., 8:16, :])  # frames 2-3 from the cache
+
+
+def test_noise_levels_follow_the_sampler_for_the_mixed_fraction():
+    g = torch.Generator().manual_seed(0)
+    t, w = noise_levels(4000, 8, 2, g, context_mix=0.5)
+    ctx = w == 0  # clean context frames carry no loss and t = 0
+    assert (t[ctx] == 0).all() and ((w == 0) | (w == 1)).all()
+    sampler = ctx.any(-1)
+    assert abs(sampler.float().mean().item() - 0.5) < 0.05
+    for i in torch.nonzero(sampler)[:50, 0].tolist():
+        start = int(ctx[i].sum())  # context = whole chunks before the generated one
+        assert start % 2 == 0 and 2 <= start <= 6 and ctx[i, :start].all()
+        assert t[i, start] == t[i, start + 1]  # the generated chunk shares one level
+    t0, w0 = noise_levels(16, 8, 2, torch.Generator().manual_seed(0))
+    assert (w0 == 1).all() and ((t0 > 0) & (t0 < 1)).all()  # context_mix=0: one level per frame
+    with pytest.raises(ValueError, match="context_mix"):
+        noise_levels(4, 8, 2, context_mix=1.5)
+
+
+def test_weighted_flow_matching_and_context_loss_count_only_the_noisy_frames():
+    model = noisy_model(frames=4)
+    op = op_of("dense", model.layout)
+    x0, eps, t = torch.randn(2, 4, 8, 8), torch.randn(2, 4, 8, 8), torch.rand(2, 4)
+    full = flow_matching_terms(model, x0, t, eps, op)
+    xt = (1 - t[..., None, None]) * x0 + t[..., None, None] * eps
+    per_frame = (model(xt, t, op) - (eps - x0)).square().mean((-1, -2))
+    torch.testing.assert_close(full, per_frame.mean(-1))
+    w = torch.tensor([[0.0, 0, 1, 1], [1.0, 0, 0, 0]])
+    torch.testing.assert_close(flow_matching_terms(model, x0, t, eps, op, w),
+                               torch.stack([per_frame[0, 2:].mean(), per_frame[1, 0]]))
+    # the context loss: clean frames 0-1, the chunk 2-3 at one level, the loss of that chunk only
+    g = torch.Generator().manual_seed(0)
+    tc = torch.rand(2, 4, generator=g)
+    tc[:, :2], tc[:, 3] = 0.0, tc[:, 2]
+    ec = torch.randn(2, 4, 8, 8, generator=g)
+    xc = (1 - tc[..., None, None]) * x0 + tc[..., None, None] * ec
+    ref = (model(xc, tc, op) - (ec - x0))[:, 2:].square().mean((-1, -2, -3))
+    torch.testing.assert_close(context_loss(model, x0, op, 2, torch.Generator().manual_seed(0)), ref)

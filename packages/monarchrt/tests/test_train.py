@@ -7,7 +7,7 @@ import pytest
 import torch
 from monarchrt.data import bouncing_squares
 from monarchrt.dit import AttentionOp, TinyVideoDiT, flow_matching_terms
-from monarchrt.train import global_batch, main, shard
+from monarchrt.train import global_batch, lr_factor, main, rank_device, shard
 
 TINY = ["dit.frames=4", "dit.size=8", "dit.dim=16", "dit.depth=1", "dit.heads=2", "dit.train_videos=8",
         "dit.batch=4", "dit.checkpoint_every=1"]
@@ -45,11 +45,11 @@ def test_rank_shards_average_to_the_global_batch_gradient():
         p.data.add_(0.1 * torch.randn(p.shape))
     data, _ = bouncing_squares(8, frames=4, size=8, square=2, generator=torch.Generator().manual_seed(0))
     op = AttentionOp("dense", model.layout, 2)
-    x0, t, eps = global_batch(data, 4, torch.Generator().manual_seed(1))
+    x0, t, eps, w = global_batch(data, 4, torch.Generator().manual_seed(1), chunk_frames=2, context_mix=0.5)
 
     def grads(sl):
         model.zero_grad()
-        flow_matching_terms(model, x0[sl], t[sl], eps[sl], op).mean().backward()
+        flow_matching_terms(model, x0[sl], t[sl], eps[sl], op, w[sl]).mean().backward()
         return [p.grad.clone() for p in model.parameters()]
 
     full = grads(slice(None))
@@ -89,3 +89,21 @@ def test_torchrun_resume_equals_uninterrupted_single_process_run(tmp_path):
     torchrun(tmp_path / "ddp", "--resume", steps=3)
     main(["--out", str(tmp_path / "one"), *TINY, "dit.steps=3"])
     assert_same_state(load(tmp_path / "ddp")[0], load(tmp_path / "one")[0])
+
+
+def test_learning_rate_schedule_warms_up_and_decays_to_zero():
+    assert [lr_factor(s, 10, warmup=4) for s in (0, 1, 3, 9)] == [0.25, 0.5, 1.0, 1.0]
+    cos = [lr_factor(s, 10, schedule="cosine") for s in range(11)]
+    assert cos[0] == 1.0 and abs(cos[5] - 0.5) < 1e-12 and cos[10] == 0.0 and cos == sorted(cos, reverse=True)
+    with pytest.raises(ValueError, match="schedule"):
+        lr_factor(0, 10, schedule="linear")
+
+
+def test_rank_device_follows_paperworks_auto_and_torchrun_local_rank(monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    assert rank_device("cpu") == "cpu"
+    assert rank_device("auto") == ("cuda:1" if torch.cuda.is_available() else "cpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="cuda"):
+            rank_device("cuda")

@@ -62,15 +62,18 @@ def bench(rows, path):
 
 
 def dit(rows, path):
+    """Rollout MSE and tracking error of every variant (mean over training seeds) and the trivial predictors."""
     rows = [r for r in rows if r.get("part") == "dit"]
     if not rows:
         return None
     plt = use_style()
-    names = list(dict.fromkeys(r["variant"] for r in rows))
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    ax.bar(names, [np.mean([r["rollout_mse"] for r in rows if r["variant"] == n]) for n in names])
-    ax.set_ylabel("rollout MSE")
-    ax.tick_params(axis="x", rotation=45, labelsize=7)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    for ax, key, label in zip(axes, ("rollout_mse", "track_err_px"), ("rollout MSE", "tracking error (px)")):
+        have = [r for r in rows if key in r]
+        names = list(dict.fromkeys(r["variant"] for r in have))
+        ax.bar(names, [np.mean([r[key] for r in have if r["variant"] == n]) for n in names])
+        ax.set_ylabel(label)
+        ax.tick_params(axis="x", rotation=60, labelsize=6)
     return savefig(fig, path)
 
 

@@ -27,8 +27,9 @@ import torch.distributed as dist
 from tqdm import tqdm
 
 from monarchrt.data import bouncing_squares
-from monarchrt.dit import AttentionOp, TinyVideoDiT, flow_matching_terms
+from monarchrt.dit import AttentionOp, TinyVideoDiT, flow_matching_terms, noise_levels
 from paperworks import atomic_write_text
+from paperworks.device import resolve_device
 
 log = logging.getLogger(__name__)
 
@@ -40,20 +41,41 @@ def world() -> tuple[int, int]:
     return 0, 1
 
 
-def setup_distributed() -> bool:
-    """Join the process group when launched by ``torchrun`` (gloo on CPU, nccl on CUDA)."""
+def setup_distributed(device: str = "cpu") -> bool:
+    """Join the process group when launched by ``torchrun``: nccl when the model runs on CUDA, else gloo."""
     if int(os.environ.get("WORLD_SIZE", "1")) <= 1 or dist.is_initialized():
         return dist.is_available() and dist.is_initialized()
-    dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+    dist.init_process_group("nccl" if str(device).startswith("cuda") else "gloo")
     return True
 
 
-def global_batch(data, batch: int, generator):
-    """The step's global batch (videos, per-frame noise levels, noise), the same on every rank."""
+def rank_device(spec: str = "auto") -> str:
+    """``device`` resolved (paperworks' ``auto``: CUDA when torch sees one); under ``torchrun`` on CUDA,
+    this rank's GPU (``cuda:LOCAL_RANK``)."""
+    dev = resolve_device(str(spec))
+    if dev == "cuda" and int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        dev = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
+    return dev
+
+
+def global_batch(data, batch: int, generator, *, chunk_frames: int = 1, context_mix: float = 0.0):
+    """The step's global batch (videos, per-frame noise levels, noise, loss weights), the same on every
+    rank; drawn on the CPU ``generator`` (see :func:`monarchrt.dit.noise_levels`)."""
     idx = torch.randint(0, data.shape[0], (batch,), generator=generator)
-    t = torch.rand(batch, data.shape[1], generator=generator)
+    t, w = noise_levels(batch, data.shape[1], chunk_frames, generator, context_mix=context_mix)
     eps = torch.randn(data[idx].shape, generator=generator)
-    return data[idx], t, eps
+    return data[idx], t, eps, w
+
+
+def lr_factor(step: int, steps: int, *, warmup: int = 0, schedule: str = "constant") -> float:
+    """Learning-rate multiplier at ``step``: linear warm-up over ``warmup`` steps, then constant or a
+    cosine decay to 0 at ``steps`` (a function of the step alone, so resuming needs no scheduler state)."""
+    if schedule not in ("constant", "cosine"):
+        raise ValueError(f"schedule must be 'constant' or 'cosine', got {schedule!r}")
+    f = min(1.0, (step + 1) / warmup) if warmup > 0 else 1.0
+    if schedule == "cosine":
+        f *= 0.5 * (1 + math.cos(math.pi * min(step, steps) / max(1, steps)))
+    return f
 
 
 def shard(batch: int, rank: int, size: int) -> slice:
@@ -71,15 +93,22 @@ def _save(path: Path, state: dict) -> None:
 
 
 def train(model, data, attn, steps: int, *, batch: int, lr: float, seed: int, ckpt: Path | None = None,
-          every: int = 0, resume: bool = False, tag: str = "train"):
+          every: int = 0, resume: bool = False, tag: str = "train", context_mix: float = 0.0, warmup: int = 0,
+          schedule: str = "constant"):
     """Adam on the flow-matching loss; checkpoints to ``ckpt`` every ``every`` steps, resumable.
 
+    Runs on the model's device (the batches are drawn on the CPU generator and moved there).
+    ``context_mix``: the fraction of videos trained in the sampler's pattern (clean context, one
+    noise level for the generated chunk; :func:`monarchrt.dit.noise_levels`); ``warmup`` and
+    ``schedule`` shape the learning rate (:func:`lr_factor`).
     Under ``torch.distributed`` the model is wrapped in DDP and ``batch`` is the global batch
     (it must divide by the world size). Returns the (unwrapped) model; ``model.loss_history``
     holds the global mean loss of every step run in this call.
     """
     rank, size = world()
     mine = shard(batch, rank, size)
+    dev = next(model.parameters()).device
+    lr_factor(0, steps, warmup=warmup, schedule=schedule)  # validates the schedule before any work
     net = torch.nn.parallel.DistributedDataParallel(model) if size > 1 else model
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     g = torch.Generator().manual_seed(seed)
@@ -89,17 +118,20 @@ def train(model, data, attn, steps: int, *, batch: int, lr: float, seed: int, ck
         raise FileNotFoundError(f"{tag}: resume=true but there is no checkpoint at {ckpt}; point the run at the "
                                 "earlier run's directory (hydra.run.dir=<it> / --out <it>) or drop resume")
     if resume:
-        st = torch.load(ckpt, weights_only=True, map_location="cpu")
+        st = torch.load(ckpt, weights_only=True, map_location=dev)
         model.load_state_dict(st["model"])
         opt.load_state_dict(st["opt"])
-        g.set_state(st["rng"])
+        g.set_state(st["rng"].cpu())
         start = int(st["step"])
         if rank == 0:
             log.info("%s: resumed from %s at step %d", tag, ckpt, start)
     history = []
     for step in tqdm(range(start, steps), desc=tag, disable=None if rank == 0 else True):
-        x0, t, eps = global_batch(data, batch, g)
-        loss = flow_matching_terms(net, x0[mine], t[mine], eps[mine], attn).mean()
+        x0, t, eps, w = global_batch(data, batch, g, chunk_frames=attn.chunk_frames, context_mix=context_mix)
+        for group in opt.param_groups:
+            group["lr"] = lr * lr_factor(step, steps, warmup=warmup, schedule=schedule)
+        x0, t, eps, w = (a[mine].to(dev) for a in (x0, t, eps, w))
+        loss = flow_matching_terms(net, x0, t, eps, attn, w).mean()
         opt.zero_grad()
         loss.backward()  # DDP: gradients averaged over ranks
         value = loss.detach().clone()
@@ -120,23 +152,29 @@ def train(model, data, attn, steps: int, *, batch: int, lr: float, seed: int, ck
     return model
 
 
-def train_dit(dc, out_dir: Path, *, seed: int = 0, resume: bool = False):
-    """Build data and the DiT from the ``dit`` config section and train it (dense attention)."""
+def train_kwargs(dc) -> dict:
+    """The ``train`` keywords of the ``dit`` config section (the pre-training schedule)."""
+    return dict(batch=int(dc.batch), lr=float(dc.lr), context_mix=float(dc.get("context_mix", 0.0)),
+                warmup=int(dc.get("warmup", 0)), schedule=str(dc.get("schedule", "constant")))
+
+
+def train_dit(dc, out_dir: Path, *, seed: int = 0, resume: bool = False, device: str = "cpu"):
+    """Build data and the DiT from the ``dit`` config section and train it (dense attention) on ``device``."""
     rank, size = world()
     torch.manual_seed(seed)
     g = torch.Generator().manual_seed(seed)
     data, _ = bouncing_squares(dc.train_videos, dc.frames, dc.size, generator=g)
-    model = TinyVideoDiT(dc.frames, dc.size, dc.patch, dc.dim, dc.depth, dc.heads)
+    model = TinyVideoDiT(dc.frames, dc.size, dc.patch, dc.dim, dc.depth, dc.heads).to(device)
     op = AttentionOp("dense", model.layout, int(dc.chunk_frames))
     out_dir = Path(out_dir)
     if rank == 0:
         out_dir.mkdir(parents=True, exist_ok=True)
     if size > 1:
         dist.barrier()
-    train(model, data, op, dc.steps, batch=dc.batch, lr=dc.lr, seed=seed, ckpt=out_dir / "checkpoint.pt",
-          every=max(1, int(dc.checkpoint_every)), resume=resume, tag=f"dit rank {rank}/{size}")
+    train(model, data, op, int(dc.steps), seed=seed, ckpt=out_dir / "checkpoint.pt",
+          every=max(1, int(dc.checkpoint_every)), resume=resume, tag=f"dit rank {rank}/{size}", **train_kwargs(dc))
     if rank == 0:
-        _save(out_dir / "model.pt", model.state_dict())
+        _save(out_dir / "model.pt", {k: v.cpu() for k, v in model.state_dict().items()})
         atomic_write_text(out_dir / "train_log.json", json.dumps(dict(world_size=size, steps=int(dc.steps),
                                                                       losses=model.loss_history)))
     return model
@@ -152,11 +190,14 @@ def main(argv=None) -> None:
     p.add_argument("overrides", nargs="*", help="Hydra overrides of the package config, e.g. dit.steps=100")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    distributed = setup_distributed()
+    cfg = compose("monarchrt", args.overrides)
+    device = rank_device(cfg.get("device", "auto"))
+    distributed = setup_distributed(device)
     try:
-        cfg = compose("monarchrt", args.overrides)
         set_threads(cfg.get("threads", None) or 1)  # the common key (1 by default: one thread per rank)
-        train_dit(cfg.dit, Path(args.out), seed=int(cfg.seed), resume=args.resume)
+        if device.startswith("cuda"):
+            torch.cuda.set_device(torch.device(device))
+        train_dit(cfg.dit, Path(args.out), seed=int(cfg.seed), resume=args.resume, device=device)
     finally:
         if distributed:
             dist.destroy_process_group()
