@@ -350,6 +350,13 @@ def claim4(cfg, policy, meta_evals, seeds):
             cand = [r for r in tune if r["method"] == m and (r["n"], r["L"]) == (tn, tL)]
             chosen[(n, L, m)] = max(cand, key=lambda r: (r["acc_val"], -abs(math.log(r["lr"]))))["lr"]
         chosen[(n, L, "adam-backprop")] = chosen[(n, L, "adam-adjoint")]
+    grid["adam-backprop"] = grid["adam-adjoint"]
+
+    def inside(ms, n, L):
+        """The precondition that the chosen step sizes are not on their grid's edge (the grid brackets them)."""
+        edge = [m for m in ms if len(grid[m]) > 1 and chosen[(n, L, m)] in (min(grid[m]), max(grid[m]))]
+        return {f"step sizes inside their grids (on an edge: {', '.join(edge) or 'none'})": not edge}
+
     lrs = {}
     runs = []
     for n, L in sizes:
@@ -388,13 +395,13 @@ def claim4(cfg, policy, meta_evals, seeds):
             f"At n = {n}, L = {L} and {tr.budget} circuit evaluations each (meta-training excluded), RLQ-Grad's test "
             f"accuracy beats the strongest gradient baseline ({best_grad}) ({unit}).",
             "test accuracy", acc["rlqgrad"], baseline=best_grad, baselines={k: acc[k] for k in GRADIENT_METHODS},
-            better="higher", paired=True, bounds=(0, 1)))
+            better="higher", paired=True, bounds=(0, 1), requires=inside(["rlqgrad", best_grad], n, L)))
         claims.append(Claim.compare_all(
             f"claim4_{size}_beats_zeroth_order",
             f"At n = {n}, L = {L} and {tr.budget} evaluations, RLQ-Grad beats SPSA, random search, the (1+1)-ES and "
             f"CMA-ES-lite, which see the same losses ({unit}).",
             "test accuracy", acc["rlqgrad"], baselines={k: acc[k] for k in ZEROTH_ORDER}, better="higher",
-            paired=True, bounds=(0, 1)))
+            paired=True, bounds=(0, 1), requires=inside(["rlqgrad", *ZEROTH_ORDER], n, L)))
         left = tr.budget - share
         incl = per("rlqgrad", at=max(left, 0)) if left > 0 else per("rlqgrad", at=0)
         claims.append(Claim.compare(
@@ -402,7 +409,7 @@ def claim4(cfg, policy, meta_evals, seeds):
             f"Counting meta-training ({meta_evals} evaluations shared by {n_deploy} deployments: {share:.0f} each), "
             f"RLQ-Grad still beats {best_grad} at {tr.budget} evaluations in all ({unit}).",
             "test accuracy", incl, baseline=best_grad, baselines={best_grad: acc[best_grad]}, better="higher",
-            paired=True, bounds=(0, 1),
+            paired=True, bounds=(0, 1), requires=inside(["rlqgrad", best_grad], n, L),
             notes=f"RLQ-Grad keeps {max(left, 0):.0f} deployment evaluations; with none left it stays at its start"))
         # equal wall clock (simulator only): gradient methods stopped at RLQ-Grad's deployment time
         def rlq_time(ds, s, n=n, L=L):
