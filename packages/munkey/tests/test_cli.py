@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 from munkey.run import run
 
 from paperworks.testing import run_cli, smoke_without_matplotlib
@@ -16,6 +17,22 @@ def test_smoke_cli_writes_results(tmp_path):
         assert checks[k] == "supported", k
     assert (tmp_path / "run" / "metrics.csv").exists()
     assert (tmp_path / "run" / "mia_loss_hist.png").exists()
+    # the saved model is self-contained: the forget verb deletes rows from it without any data
+    from munkey import MUNKEY
+    from munkey.verbs import run_forget
+
+    from paperworks.hydra_glue import ConfigError, compose, execute
+
+    model = tmp_path / "run" / "munkey.pt"
+    n = len(MUNKEY.load(model))
+    cfg = compose("munkey", [f"model={model}", "ids=[0,5,9]", f"out={tmp_path / 'after.pt'}"], config_name="forget")
+    out = execute("munkey", run_forget, cfg, tmp_path / "forget")
+    assert out["checks"][0]["verdict"] == "supported"
+    after = MUNKEY.load(tmp_path / "after.pt")
+    assert len(after) == n - 3 and after.audit_log[-1].ids == (0, 5, 9)
+    cfg = compose("munkey", [f"model={tmp_path / 'after.pt'}", "ids=[5]"], config_name="forget")
+    with pytest.raises(ConfigError, match="already deleted: \\[5\\]"):
+        execute("munkey", run_forget, cfg, tmp_path / "forget2")
 
 
 def test_user_npz_without_matplotlib(tmp_path, monkeypatch):

@@ -328,6 +328,9 @@ def run(cfg, out_dir: Path | None = None) -> dict:
                 mk = _train(MUNKEY, cfg, split, np.arange(len(split.x_train)), seed, device)
                 vt = _train(ViT, cfg, split, np.arange(len(split.x_train)), seed, device)
             first = seed == seeds[0] and ds == datasets[0]
+            if first and cfg.get("save_model", False) and out_dir is not None:
+                Path(out_dir).mkdir(parents=True, exist_ok=True)
+                mk.save(Path(out_dir) / "munkey.pt")  # before any deletion; `munkey forget` works on it
             if first:
                 p = per_sample(mk, split.x_test.to(device), split.y_test.to(device))["loss"]
                 from munkey.metrics import mia_auc
