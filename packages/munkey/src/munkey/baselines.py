@@ -50,7 +50,7 @@ def _cycle(x, y, bs, g):
 
 
 def _wrong_labels(y, k, g):
-    return (y + torch.randint(1, k, y.shape, generator=g)) % k
+    return (y + torch.randint(1, k, y.shape, generator=g).to(y.device)) % k
 
 
 def _opt(model, lr):
