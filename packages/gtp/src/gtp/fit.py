@@ -77,6 +77,7 @@ class LearnedModels:
 
     def save(self, path) -> Path:
         path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
         blob = {name: {"config": getattr(self, name).config(), "state": getattr(self, name).state_dict()}
                 for name in ("prior", "dynamics", "reward", "value")}
         blob["info"] = {k: v for k, v in self.info.items() if isinstance(v, (int, float, str, bool))}
