@@ -107,7 +107,7 @@ def pathway_sensitivity(model: MUNKEY, x, forget_ids, seed: int = 0) -> dict:
 # one scenario ---------------------------------------------------------------------------------------
 
 def _wrong_rate(model, x, y_wrong) -> float:
-    return float((per_sample(model, x, y_wrong)["pred"] == y_wrong.numpy()).mean())
+    return float((per_sample(model, x, y_wrong)["pred"] == y_wrong.cpu().numpy()).mean())
 
 
 def run_scenario(cfg, split, scenario, seed, mk, vt, device, hist=None, checks=None) -> list[dict]:
@@ -199,7 +199,7 @@ def _identity_checks(mk, md, F_, xf, x_test, before_test, before_pos, weights_be
     buf = io.BytesIO()
     md.save(buf)
     buf.seek(0)
-    loaded = MUNKEY.load(buf)
+    loaded = MUNKEY.load(buf).to(x_test.device)
     out["saved_deleted_rows"] = int(torch.isin(loaded.memory_ids(), fset).sum()) + abs(len(loaded) - len(md))
     with torch.no_grad():
         out["reload_max_diff"] = float((loaded(x_test) - md(x_test)).abs().max())
