@@ -126,7 +126,7 @@ def env_steps_during_planning(env_id: str, planner, steps: int = 10, seed: int =
 def save_load_error(m: LearnedModels, path, obs: np.ndarray) -> float:
     """Max |plan before − plan after| a save/load round trip (same planner seed)."""
     m.save(path)
-    m2 = LearnedModels.load(path)
+    m2 = LearnedModels.load(path).to(m.prior.obs_mean.device)
     out = []
     for mm in (m, m2):
         p = GTPPlanner(mm.prior, mm.dynamics, mm.reward, mm.value, n_samples=8)

@@ -91,7 +91,7 @@ class LearnedModels:
         path = Path(path)
         if not path.exists():
             raise FileNotFoundError(f"no saved models at {path}")
-        blob = torch.load(path, weights_only=True)
+        blob = torch.load(path, weights_only=True, map_location="cpu")
         missing = [k for k in ("prior", "dynamics", "reward", "value") if k not in blob]
         if missing:
             raise ValueError(f"{path} is not a gtp models file (missing {missing})")
@@ -123,10 +123,14 @@ def fit_models(dataset, *, horizon: int = 16, prior_steps: int = 3000, model_ste
         act_low, act_high: action bounds (default: the data's min and max).
         n_step: the value's TD targets are n-step returns within episodes (n = 1: one-step TD).
         seed: torch seed of initialisation and minibatches.
+        device: "cpu", "cuda" or "auto" (CUDA when present); models are trained and returned there.
 
     Returns:
         :class:`LearnedModels` (every learner trained on the same transitions).
     """
+    from paperworks import resolve_device
+
+    dev = torch.device(resolve_device(str(device)))
     d = load_dataset(dataset)
     for name, v in (("prior_steps", prior_steps), ("model_steps", model_steps), ("value_steps", value_steps)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
@@ -138,11 +142,12 @@ def fit_models(dataset, *, horizon: int = 16, prior_steps: int = 3000, model_ste
     low = act.min(0) if act_low is None else np.broadcast_to(np.asarray(act_low, np.float32), (act_dim,))
     high = act.max(0) if act_high is None else np.broadcast_to(np.asarray(act_high, np.float32), (act_dim,))
     high = np.maximum(high, low + 1e-3)
-    o, a = torch.as_tensor(obs), torch.as_tensor(np.clip(act, low, high))
-    o2, r = torch.as_tensor(d["next_observations"]), torch.as_tensor(d["rewards"])
+    o, a = torch.as_tensor(obs, device=dev), torch.as_tensor(np.clip(act, low, high), device=dev)
+    o2, r = torch.as_tensor(d["next_observations"], device=dev), torch.as_tensor(d["rewards"], device=dev)
 
     dyn = DynamicsEnsemble(obs_dim, act_dim, members=members, hidden=hidden)
     dyn.set_stats(obs, low, high)
+    dyn.to(dev)
     delta = o2 - o
     with torch.no_grad():
         dyn.delta_mean.copy_(delta.mean(0))
@@ -162,24 +167,25 @@ def fit_models(dataset, *, horizon: int = 16, prior_steps: int = 3000, model_ste
 
     rew = RewardModel(obs_dim, act_dim, hidden=hidden)
     rew.set_stats(obs, low, high)
+    rew.to(dev)
     with torch.no_grad():
         rew.r_mean.copy_(r.mean())
         rew.r_std.copy_(r.std().clamp_min(1e-6))
     rew_info = fit_regression(rew, (o, a), r, lambda p, y: (((p - y) / rew.r_std) ** 2).mean(),
                               steps=model_steps, batch_size=batch_size, generator=g)
 
-    val = ValueFunction(obs_dim, hidden=hidden)
+    val = ValueFunction(obs_dim, hidden=hidden).to(dev)
     ret, boot, disc = n_step_targets(d, gamma, n_step)
     val_hist = val.fit(obs, ret, boot, d["terminals"], gamma=gamma, steps=value_steps, discounts=disc,
                        batch_size=batch_size, generator=g)
 
     prior = DiffusionPrior(obs_dim, act_dim, horizon=horizon, hidden=prior_hidden)
     prior.set_stats(obs, low, high)
+    prior.to(dev)
     chunks = action_chunks(d, horizon)
     prior_hist = prior.fit(obs, chunks, steps=prior_steps, batch_size=batch_size, generator=g)
     info = {"n_transitions": len(obs), "skipped": int(d["skipped"]), "dyn_val_loss": dyn_info["val_loss"],
             "reward_val_loss": rew_info["val_loss"], "value_td_loss": val_hist[-1] if val_hist else float("nan"),
             "prior_loss": prior_hist[-1] if prior_hist else float("nan"), "gamma": gamma}
     log.info("fitted models: %s", info)
-    models = LearnedModels(prior.eval(), dyn.eval(), rew.eval(), val.eval(), info)
-    return models.to(device)
+    return LearnedModels(prior.eval(), dyn.eval(), rew.eval(), val.eval(), info)

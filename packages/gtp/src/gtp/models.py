@@ -49,15 +49,15 @@ class Normalised(nn.Module):
 
     @torch.no_grad()
     def set_stats(self, obs, act_low, act_high) -> None:
-        obs = torch.as_tensor(np.asarray(obs), dtype=torch.float32)
+        obs = torch.as_tensor(np.asarray(obs), dtype=torch.float32, device=self.obs_mean.device)
         self.obs_mean.copy_(obs.mean(0))
         self.obs_std.copy_(obs.std(0).clamp_min(1e-3))
         lo = torch.as_tensor(np.asarray(act_low, dtype=np.float32).reshape(-1))
         hi = torch.as_tensor(np.asarray(act_high, dtype=np.float32).reshape(-1))
         if lo.shape != (self.act_dim,) or hi.shape != (self.act_dim,) or not bool((hi > lo).all()):
             raise ValueError(f"action bounds must be ({self.act_dim},) with high > low, got {lo}, {hi}")
-        self.act_low.copy_(lo)
-        self.act_high.copy_(hi)
+        self.act_low.copy_(lo.to(self.act_low.device))
+        self.act_high.copy_(hi.to(self.act_high.device))
 
     def norm_obs(self, obs: torch.Tensor) -> torch.Tensor:
         return (obs - self.obs_mean) / self.obs_std
@@ -203,11 +203,13 @@ class ValueFunction(Normalised):
         """
         if not 0.0 <= gamma < 1.0:
             raise ValueError(f"gamma must be in [0, 1), got {gamma}")
-        o = torch.as_tensor(np.asarray(obs), dtype=torch.float32)
-        o2 = torch.as_tensor(np.asarray(next_obs), dtype=torch.float32)
-        r = torch.as_tensor(np.asarray(rewards), dtype=torch.float32).reshape(-1)
-        d = torch.as_tensor(np.asarray(terminals), dtype=torch.float32).reshape(-1)
-        disc = gamma * (1 - d) if discounts is None else torch.as_tensor(np.asarray(discounts), dtype=torch.float32)
+        dev = self.obs_mean.device
+        o = torch.as_tensor(np.asarray(obs), dtype=torch.float32, device=dev)
+        o2 = torch.as_tensor(np.asarray(next_obs), dtype=torch.float32, device=dev)
+        r = torch.as_tensor(np.asarray(rewards), dtype=torch.float32, device=dev).reshape(-1)
+        d = torch.as_tensor(np.asarray(terminals), dtype=torch.float32, device=dev).reshape(-1)
+        disc = gamma * (1 - d) if discounts is None else torch.as_tensor(np.asarray(discounts), dtype=torch.float32,
+                                                                          device=dev)
         with torch.no_grad():
             self.obs_mean.copy_(o.mean(0))
             self.obs_std.copy_(o.std(0).clamp_min(1e-3) if len(o) > 1 else torch.ones_like(self.obs_std))
@@ -219,7 +221,7 @@ class ValueFunction(Normalised):
         opt = torch.optim.Adam(self.net.parameters(), lr=lr)
         n, losses = len(o), []
         for it in range(steps):
-            idx = torch.randint(0, n, (min(batch_size, n),), generator=generator)
+            idx = torch.randint(0, n, (min(batch_size, n),), generator=generator).to(dev)
             with torch.no_grad():
                 v2 = self.shift + self.scale * target(self.norm_obs(o2[idx])).squeeze(-1)
                 y = r[idx] + disc[idx] * v2

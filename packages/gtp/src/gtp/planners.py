@@ -55,6 +55,11 @@ class Planner:
         self._prev: torch.Tensor | None = None
         self.generator = torch.Generator().manual_seed(0)
 
+    @property
+    def device(self) -> torch.device:
+        """The models' device (plans are computed there; noise is drawn on the CPU generator)."""
+        return self.act_low.device
+
     def reset(self) -> None:
         """Forget the warm start (call at the start of each episode)."""
         self._prev = None
@@ -72,7 +77,7 @@ class Planner:
 
     def plan(self, obs) -> tuple[np.ndarray, dict]:
         """The chunk to execute ``(H, A)`` (or ``(B, H, A)``) and a dict of diagnostics."""
-        o = check_obs(obs, self.obs_dim)
+        o = check_obs(obs, self.obs_dim).to(self.act_low.device)
         t0 = time.perf_counter()
         chunk, diag = self._plan(o)
         self._prev = chunk.detach()
@@ -110,7 +115,7 @@ class ModelPlanner(Planner):
         B, M, H, _ = chunks.shape
         s = obs.repeat_interleave(M, 0)
         a = chunks.reshape(B * M, H, -1)
-        total, disc = torch.zeros(B * M), 1.0
+        total, disc = torch.zeros(B * M, device=obs.device), 1.0
         for k in range(H):
             total = total + disc * self.reward(s, a[:, k])
             s = self.dynamics.step(s, a[:, k])
@@ -188,8 +193,8 @@ class GTPPlanner(ModelPlanner):
             scores = self.score(obs, cand)
             best_c, best_s = torch.cat([best_c, cand], 1), torch.cat([best_s, scores], 1)
         i = best_s.argmax(1)
-        chunk = best_c[torch.arange(B), i]
-        return chunk, {"score": best_s.max(1).values.numpy(), "rollouts": best_c.shape[1]}
+        chunk = best_c[torch.arange(B, device=obs.device), i]
+        return chunk, {"score": best_s.max(1).values.cpu().numpy(), "rollouts": best_c.shape[1]}
 
 
 class MPPIPlanner(ModelPlanner):
@@ -228,13 +233,13 @@ class MPPIPlanner(ModelPlanner):
         mu, sd, half = self._init(B)
         best = None
         for _ in range(self.iterations):
-            eps = torch.randn((B, N, self.horizon, self.act_dim), generator=self.generator)
+            eps = torch.randn((B, N, self.horizon, self.act_dim), generator=self.generator).to(obs.device)
             cand = self._clip(mu[:, None] + sd[:, None] * eps)
             cand[:, 0] = mu
             scores = self.score(obs, cand)
             best = scores.max(1).values if best is None else torch.maximum(best, scores.max(1).values)
             mu, sd = self._update(cand, scores, mu, sd, half)
-        return self._clip(mu), {"score": best.numpy(), "rollouts": N * self.iterations}
+        return self._clip(mu), {"score": best.cpu().numpy(), "rollouts": N * self.iterations}
 
 
 class CEMPlanner(MPPIPlanner):
@@ -262,17 +267,17 @@ class RandomShootingPlanner(ModelPlanner):
         B, N = len(obs), self.n_samples
         best_c, best_s = None, None
         for _ in range(self.iterations):
-            u = torch.rand((B, N, self.horizon, self.act_dim), generator=self.generator)
+            u = torch.rand((B, N, self.horizon, self.act_dim), generator=self.generator).to(obs.device)
             cand = self.act_low + u * (self.act_high - self.act_low)
             s = self.score(obs, cand)
             i = s.argmax(1)
-            c, v = cand[torch.arange(B), i], s.max(1).values
+            c, v = cand[torch.arange(B, device=obs.device), i], s.max(1).values
             if best_c is None:
                 best_c, best_s = c, v
             else:
                 better = (v > best_s)[:, None, None]
                 best_c, best_s = torch.where(better, c, best_c), torch.maximum(v, best_s)
-        return best_c, {"score": best_s.numpy(), "rollouts": N * self.iterations}
+        return best_c, {"score": best_s.cpu().numpy(), "rollouts": N * self.iterations}
 
 
 class PriorPolicy(Planner):

@@ -94,7 +94,7 @@ class DiffusionPrior(Normalised):
         return a
 
     def loss(self, obs, actions, generator=None) -> torch.Tensor:
-        """ε-prediction loss on a batch: ``obs (B, obs_dim)``, ``actions (B, H, act_dim)`` (env units)."""
+        """Denoising loss (ε or v target, ``prediction_type``) on a batch: ``obs (B, obs_dim)``, ``actions (B, H, act_dim)`` (env units)."""
         o = check_obs(obs, self.obs_dim).to(self.obs_mean.device)
         a = self._check_actions(actions).to(o.device)
         if len(a) != len(o):
@@ -140,23 +140,23 @@ class DiffusionPrior(Normalised):
         o = check_obs(obs, self.obs_dim).to(self.obs_mean.device)
         B, n = actions.shape[:2]
         obs_n = self.norm_obs(o).repeat_interleave(n, 0)
-        x0 = self.norm_act(actions).clamp(-1, 1).reshape(B * n, -1)
+        x0 = self.norm_act(actions.to(o.device)).clamp(-1, 1).reshape(B * n, -1)
         ts = self.ddim.timesteps[start:]
         noise = torch.randn(x0.shape, generator=generator).to(x0.device)
-        x = self.ddpm.add_noise(x0, noise, torch.full((len(x0),), int(ts[0]), dtype=torch.long))
+        x = self.ddpm.add_noise(x0, noise, torch.full((len(x0),), int(ts[0]), dtype=torch.long, device=x0.device))
         x = self._denoise(x, obs_n, ts)
         return self.unnorm_act(x.view(B, n, self.horizon, self.act_dim))
 
     def fit(self, obs, chunks, *, steps: int = 3000, batch_size: int = 256, lr: float = 1e-3,
             generator=None) -> list[float]:
         """Train on ``obs (N, obs_dim)`` and action chunks ``(N, H, A)``; returns the loss every 100 steps."""
-        o = torch.as_tensor(np.asarray(obs), dtype=torch.float32)
-        c = self._check_actions(np.asarray(chunks))
+        o = torch.as_tensor(np.asarray(obs), dtype=torch.float32, device=self.obs_mean.device)
+        c = self._check_actions(np.asarray(chunks)).to(o.device)
         opt = torch.optim.AdamW(self.net.parameters(), lr=lr, weight_decay=1e-4)
         sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, max(steps, 1))
         losses = []
         for it in range(steps):
-            idx = torch.randint(0, len(o), (min(batch_size, len(o)),), generator=generator)
+            idx = torch.randint(0, len(o), (min(batch_size, len(o)),), generator=generator).to(o.device)
             loss = self.loss(o[idx], c[idx], generator=generator)
             opt.zero_grad(set_to_none=True)
             loss.backward()

@@ -36,7 +36,7 @@ def _fit(cfg, env_id: str, seed: int, random_frac: float, device: str):
     f = cfg.fit
     models = fit_models(data, horizon=int(f.horizon), prior_steps=int(f.prior_steps), model_steps=int(f.model_steps),
                         value_steps=int(f.value_steps), gamma=float(cfg.planners.gamma), n_step=int(f.n_step),
-                        seed=seed, device="cpu")
+                        seed=seed, device=device)
     return data, models
 
 
@@ -92,7 +92,7 @@ def run(cfg, out_dir: Path | None = None) -> dict:
                 if "paths" in res and name in ("gtp", "mppi"):
                     paths[name] = [p[:, :2].tolist() for p in res["paths"]]
             for name, pol in (("prior", ex.make_planner("prior", m, 1, cfg)), ("td3bc", td3),
-                              ("random", ex.RandomPolicy(m.prior.act_low.numpy(), m.prior.act_high.numpy(), seed))):
+                              ("random", ex.RandomPolicy(m.prior.act_low.cpu().numpy(), m.prior.act_high.cpu().numpy(), seed))):
                 record(env_id, name, 0, seed, evaluate(env_id, pol, episodes=int(E.episodes), seed=eval_seed,
                                                          max_steps=E.max_steps))
             if env_id == MAZE:

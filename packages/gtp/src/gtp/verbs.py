@@ -25,7 +25,7 @@ def run_fit(cfg, out_dir: Path | None = None) -> dict:
     f = cfg.fit
     m = fit_models(data, horizon=check_int(f.horizon, "fit.horizon"), prior_steps=int(f.prior_steps),
                    model_steps=int(f.model_steps), value_steps=int(f.value_steps), gamma=float(cfg.gamma),
-                   n_step=check_int(f.n_step, "fit.n_step"), seed=int(cfg.seed))
+                   n_step=check_int(f.n_step, "fit.n_step"), seed=int(cfg.seed), device=str(cfg.device))
     path = m.save(Path(out_dir) / "models.pt") if out_dir is not None else None
     return {"claims": [], "checks": [
         Claim.check("models_fitted", "The four models were fitted on the user's transitions and saved (models.pt).",
@@ -38,7 +38,7 @@ def run_fit(cfg, out_dir: Path | None = None) -> dict:
 def run_plan(cfg, out_dir: Path | None = None) -> dict:
     if cfg.get("model") is None:
         raise ValueError("gtp plan needs model=PATH (a models.pt written by `gtp fit` or an experiment)")
-    m = LearnedModels.load(str(cfg.model))
+    m = LearnedModels.load(str(cfg.model)).to(str(cfg.device))
     planner = make_planner(str(cfg.planner), m, check_int(cfg.n, "n"), cfg)
     res = evaluate(str(cfg.env), planner, episodes=check_int(cfg.episodes, "episodes"), seed=int(cfg.seed))
     return {"claims": [], "checks": [
