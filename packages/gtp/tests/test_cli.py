@@ -13,7 +13,8 @@ def test_smoke_cli_writes_results(tmp_path):
     assert {"pendulum_gtp_matches_or_exceeds_baselines", "pendulum_gtp_beats_mppi_small_n"} <= ids
     checks = {c["id"]: c["verdict"] for c in doc["checks"]}
     for k in ("alpha_bar_T_near_zero", "ddim_equals_hand_written", "planner_never_steps_env",
-              "ensemble_batched_equals_members", "models_save_load_roundtrip", "scripted_controller_both_corridors"):
+              "ensemble_batched_equals_members", "models_save_load_roundtrip", "scripted_controller_both_corridors",
+              "pendulum_gtp_beats_random_actions"):  # the brief's smoke: the planner beats random actions
         assert checks[k] == "supported", k
     assert (tmp_path / "run" / "metrics.csv").exists() and (tmp_path / "run" / "models.pt").exists()
 
