@@ -115,7 +115,7 @@ class SAEConcepts(Decomposer):
     """
 
     def __init__(self, dictionary, *, n_features: int = 256, k: int = 8, target_l0=None, epochs: int = 60,
-                 batch_size: int = 256, lr: float = 3e-3, random_state=None):
+                 batch_size: int = 256, lr: float = 1e-3, random_state=None):
         super().__init__(dictionary, target_l0)
         for name, v in (("n_features", n_features), ("k", k), ("epochs", epochs), ("batch_size", batch_size)):
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:

@@ -48,7 +48,7 @@ class GRACE(Decomposer):
     """
 
     def __init__(self, dictionary, *, hidden: int = 256, l1: float = 1e-3, geometry_weight: float = 1.0,
-                 target_l0=None, epochs: int = 60, batch_size: int = 256, lr: float = 3e-3,
+                 target_l0=None, epochs: int = 60, batch_size: int = 256, lr: float = 1e-3,
                  random_state=None):
         super().__init__(dictionary, target_l0)
         if isinstance(hidden, bool) or not isinstance(hidden, int) or hidden < 1:

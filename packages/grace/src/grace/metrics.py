@@ -15,7 +15,7 @@ from grace.dictionary import _normalise, check_embeddings
 def concept_auroc(C, concepts, attributes) -> float:
     """Mean over concepts named as an attribute value of AUROC(coefficient, attribute == value)."""
     scores = []
-    for attr, vals in attributes.items():
+    for vals in attributes.values():
         vals = np.asarray(vals)
         for j, name in enumerate(concepts):
             pos = vals == name

@@ -1,6 +1,7 @@
 """Plots: the only module that imports matplotlib."""
 
 import numpy as np
+
 from paperworks.plotting import savefig, use_style
 
 

@@ -14,7 +14,7 @@ from grace.decomposer import GRACE
 from grace.dictionary import ConceptDictionary
 from grace.metrics import evaluate
 from grace.world import COLOURS, SHAPES, CompositionalWorld, Tokenizer
-from paperworks import Claim, cache_dir, estimate, seeds_of
+from paperworks import Claim, cache_dir, seeds_of
 
 log = logging.getLogger("grace")
 METHODS = ("grace", "grace_no_geometry", "splice", "sae")
@@ -86,7 +86,7 @@ def run(cfg, out_dir: Path | None = None) -> dict:
         clf = {"shape": (list(SHAPES), class_embeddings(model, tok, SHAPES, device)),
                "colour": (list(COLOURS), class_embeddings(model, tok, COLOURS, device))}
 
-        def embed(w, split, n, s):
+        def embed(w, split, n, s, model=model):
             im, a, _ = w.sample(n, split=split, seed=s)
             return embed_images(model, im, device=device), w.attribute_names(a)
 
@@ -99,13 +99,12 @@ def run(cfg, out_dir: Path | None = None) -> dict:
         domains["linear_control"] = linear_control(D, rng, int(cfg.n_eval))
         for l0 in l0s:
             for name in METHODS:
+                img = make(name, D, l0, cfg, seed).fit(Z_fit)  # fitted once, applied to every domain
+                if name == "grace":
+                    hist[(seed, l0)] = img.history_
+                lin = make(name, D, l0, cfg, seed).fit(lin_fit)
                 for dom, (Zd, Ad) in domains.items():
-                    dec = make(name, D, l0, cfg, seed).fit(lin_fit if dom == "linear_control" else Z_fit) \
-                        if dom in ("seen", "linear_control") else dec_img
-                    if dom == "seen":
-                        dec_img = dec
-                        if name == "grace":
-                            hist[(seed, l0)] = dec.history_
+                    dec = lin if dom == "linear_control" else img
                     r = evaluate(dec, Zd, Ad, classifiers=None if dom == "linear_control" else clf, seed=seed)
                     rows.append({"seed": seed, "method": name, "target_l0": l0, "domain": dom, **r})
             log.info("seed %d L0 %d done", seed, l0)
