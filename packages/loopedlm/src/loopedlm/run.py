@@ -164,10 +164,15 @@ def run_b(cfg, seeds) -> tuple[list[dict], list[Claim], dict]:
                          "colsum_mean": float(block.mean()), "colsum_uniform": uniform_causal_colsum(int(b.T)),
                          **{f"x{r}_{kk}": v for r, d in ext.items() for kk, v in d.items()}})
             store[f"{k}|{seed}"] = {"looped": prof.tolist(), "control": ctrl.tolist(), "random": rprof.tolist()}
+    stream = arithmetic_batches(np.random.default_rng(30_000), 256, int(b.T)).flatten().numpy()
+    freq = np.bincount(stream, minlength=len(CHARS)) / stream.size
+    unigram = float(-(freq[freq > 0] * np.log(freq[freq > 0])).sum())
     claims = []
     for k in b.blocks:
         rs = [r for r in rows if r["block"] == int(k)]
         tag = f"k{k}"
+        trained = {f"every looped model and control trained below the unigram entropy ({unigram:.2f} nats)":
+                   all(max(r["looped_val_loss"], r["control_val_loss"]) < unigram for r in rs)}
         claims.append(Claim.compare_all(
             f"B_{tag}_stages_mirror_feedforward",
             f"The trained (p,{k}⊗l,c) block's per-layer ColSum profile correlates with the depth-"
@@ -175,13 +180,13 @@ def run_b(cfg, seeds) -> tuple[list[dict], list[Claim], dict]:
             "and than the same architecture at random init.", "Pearson r of ColSum profiles",
             [r["r_trained"] for r in rs], baselines={"shuffled_layers": [r["r_null_mean"] for r in rs],
                                                      "random_init": [r["r_random_init"] for r in rs]},
-            better="higher", paired=True, bounds=(-1, 1)))
+            better="higher", paired=True, bounds=(-1, 1), requires=trained))
         claims.append(Claim.compare(
             f"B_{tag}_stages_repeat",
             "The block's ColSum profile repeats every recurrence (profile at t correlates with t = 1 more than "
             "under shuffled layers).", "mean Pearson r(profile_t, profile_1)", [r["repeat_r"] for r in rs],
             baseline="shuffled_layers", baselines={"shuffled_layers": [r["repeat_null"] for r in rs]},
-            better="higher", paired=True, bounds=(-1, 1)))
+            better="higher", paired=True, bounds=(-1, 1), requires=trained))
         claims.append(Claim.compare(
             f"B_{tag}_colsum_above_uniform_causal",
             "Trained heads concentrate on columns beyond what the causal mask alone gives (mean block ColSum "
@@ -200,7 +205,7 @@ def run_b(cfg, seeds) -> tuple[list[dict], list[Claim], dict]:
                 "(above the shuffled null).", "Pearson r of ColSum profiles, recurrences beyond training",
                 [x[f"x{r}_r_beyond"] for x in rs], baseline="shuffled_layers",
                 baselines={"shuffled_layers": [x["r_null_mean"] for x in rs]}, better="higher", paired=True,
-                bounds=(-1, 1)))
+                bounds=(-1, 1), requires=trained))
         last = max(int(r) for r in b.extrapolate)
         hits, n = sum(x[f"x{last}_orbit_slider"] for x in rs), sum(x[f"x{last}_n"] for x in rs)
         claims.append(Claim.threshold(
@@ -236,6 +241,20 @@ def run_checks(seed: int = 0) -> list[Claim]:
 
 # bench ---------------------------------------------------------------------------------------
 
+def _bench_setup(d_model, block, t):
+    torch.manual_seed(0)
+    model = LoopedLM(LoopedConfig(vocab_size=32, d_model=d_model, n_heads=4, prelude=2, block=block, coda=2)).eval()
+    return model, torch.randint(0, 32, (1, t))
+
+
+def _bench_trace(model, ids, r):
+    return trace(model, ids, r, generator=torch.Generator().manual_seed(0)).residuals.shape
+
+
+def _bench_naive(model, ids, r):
+    return naive_trace(model, ids, r, seed=0).shape
+
+
 def run_bench(cfg) -> tuple[list[dict], list[Claim], list[Claim]]:
     from paperworks import bench
 
@@ -268,7 +287,15 @@ def run_bench(cfg) -> tuple[list[dict], list[Claim], list[Claim]]:
     ]
     checks = [Claim.check("bench_states_equal", "Trace and naive loop give the same states.", "max |Δ state|",
                           diff, threshold=1e-5, better="lower")]
-    return res.rows(), claims, checks
+    rows = res.rows()
+    if bc.get("memory", True):
+        from functools import partial
+
+        setup = partial(_bench_setup, int(bc.d_model), int(bc.block), int(bc.T))
+        for name, fn in (("trace", _bench_trace), ("naive_loop", _bench_naive)):
+            mem = bench.peak_memory(fn, r, setup=setup)
+            rows.append({"candidate": f"{name}_peak_memory", "peak_mib": mem.mib, "memory_method": mem.method})
+    return rows, claims, checks
 
 
 def run(cfg, out_dir: Path | None = None) -> dict:
