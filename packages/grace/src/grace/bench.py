@@ -80,7 +80,7 @@ def run_bench(cfg, out_dir: Path | None = None) -> dict:
         with torch.no_grad():
             return ge.transform(model.encode_image(x))
 
-    ovh = compare({"encoder": enc, "encoder+grace": enc_grace}, repeats=reps * 2, warmup=1)
+    ovh = compare({"encoder": enc, "encoder+grace": enc_grace}, repeats=reps * 4, warmup=2)
     rows += [{"case": "encoder_overhead", **r} for r in ovh.rows()]
     overhead = ovh.speedup("encoder", over="encoder+grace")  # (enc+grace)/enc per round
 
