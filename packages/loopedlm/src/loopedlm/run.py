@@ -116,7 +116,7 @@ def _profiles(model, ids, r):
     return colsum_profile(tr.attentions.numpy()), tr  # (R, k)
 
 
-def run_b(cfg, seeds) -> tuple[list[dict], list[Claim], dict]:
+def run_b(cfg, seeds, out_dir: Path | None = None) -> tuple[list[dict], list[Claim], dict]:
     b = cfg.b
     rows, store = [], {}
     base = dict(vocab_size=len(CHARS), d_model=int(b.d_model), n_heads=int(b.heads), norm=str(b.norm))
@@ -134,6 +134,9 @@ def run_b(cfg, seeds) -> tuple[list[dict], list[Claim], dict]:
             cs = train(control, steps=int(b.steps), batch=int(b.batch), t=int(b.T), lr=float(b.lr), seed=seed)
             log.info("B k=%d seed=%d trained in %.1fs: looped %s control %s", k, seed,
                      time.perf_counter() - t0, ls, cs)
+            if out_dir is not None and seed == seeds[0]:  # self-contained: LoopedLM.from_pretrained(path)
+                looped.save_pretrained(Path(out_dir) / "models" / f"looped_k{k}")
+                control.save_pretrained(Path(out_dir) / "models" / f"control_k{k}")
             ids = arithmetic_batches(np.random.default_rng(20_000 + seed), int(b.eval_seqs), int(b.T))
             torch.manual_seed(seed)
             prof, _ = _profiles(looped, ids, int(b.recurrences))
@@ -307,7 +310,7 @@ def run(cfg, out_dir: Path | None = None) -> dict:
         rows, claims = rows + r, claims + c
         extra["a_curves"] = {k: v.tolist() for k, v in curves.items()}
     if cfg.b.enabled:
-        r, c, store = run_b(cfg, seeds[: int(cfg.b.seeds)] if cfg.b.get("seeds") else seeds)
+        r, c, store = run_b(cfg, seeds[: int(cfg.b.seeds)] if cfg.b.get("seeds") else seeds, out_dir)
         rows, claims = rows + r, claims + c
         extra["b_profiles"] = store
     if cfg.bench.enabled:

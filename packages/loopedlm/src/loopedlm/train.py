@@ -32,7 +32,7 @@ def train(model: LoopedLM, *, steps: int, batch: int = 32, t: int = 32, lr: floa
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         if step % 100 == 0:
-            log.info("step %d loss %.3f", step, float(loss))
+            log.info("step %d loss %.3f", step, loss.item())
     model.eval()
     with torch.no_grad():
         vl = float(model(val, labels=val).loss)
