@@ -21,7 +21,7 @@ ROW = re.compile(r"^\| `(\w+)` \| (.+?) \| (planned|available) \| ([^|]+?) \|(?:
 
 def record_counts(pkg: Path) -> str:
     parts = []
-    for name in ("paper", "bench"):
+    for name in ("paper", "bench", "bench_cuda"):
         f = pkg / "results" / f"{name}.json"
         if not f.exists():
             continue
