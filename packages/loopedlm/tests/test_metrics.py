@@ -109,3 +109,24 @@ def test_stage_correlation_reference():
     assert all(-1 <= stage_correlation(list(p), c) <= 1 for p in itertools.islice(itertools.permutations(a), 5))
     with pytest.raises(ValueError, match="length"):
         stage_correlation([1, 2], c)
+
+
+def test_sink_rate_and_representation_entropy_references():
+    from loopedlm import representation_entropy, sink_rate
+
+    t = 6
+    a = np.tile(np.eye(t)[0], (t, 1))  # every query on token 0
+    assert sink_rate(a) == 1.0 and sink_rate(uniform_causal(t)) == 0.0
+    x = np.random.default_rng(0).normal(size=(10, 4))
+    s = np.linalg.svd(x - x.mean(0), compute_uv=False) ** 2
+    assert representation_entropy(x) == pytest.approx(entropy(s / s.sum()))
+
+
+def test_model_runs_in_float64(small_model):
+    import copy
+
+    from loopedlm import trace
+
+    m = copy.deepcopy(small_model).to(torch.float64)
+    tr = trace(m, torch.randint(0, 16, (1, 5)), 3)
+    assert tr.residuals.dtype == torch.float64
