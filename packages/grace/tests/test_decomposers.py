@@ -106,3 +106,16 @@ def test_world_holdout_disjoint_and_video_shapes():
     assert not any((s, c) in held for s, c in zip(a2["shape"], a2["colour"], strict=True))
     v, av, _ = CompositionalWorld(video=True, seed=3).sample(4, seed=0)
     assert v.shape == (4, 4, 3, 24, 24) and "motion" in av
+
+
+def test_remove_concepts_zeroes_only_named_columns(world, fitted):
+    from grace import remove_concepts
+
+    D, Z, _ = world
+    C = fitted["splice"].transform(Z[:40])
+    E = remove_concepts(C, D.concepts, ["c0", "c5"])
+    assert np.all(E[:, [0, 5]] == 0)
+    keep = [j for j in range(12) if j not in (0, 5)]
+    np.testing.assert_array_equal(E[:, keep], C[:, keep])
+    with pytest.raises(ValueError, match="unknown"):
+        remove_concepts(C, D.concepts, ["nope"])

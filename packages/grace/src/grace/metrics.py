@@ -121,3 +121,19 @@ def load_embeddings(path) -> dict:
         if k.startswith("attr_") and len(v) != len(Z):
             raise ValueError(f"{k} has {len(v)} entries for {len(Z)} image embeddings")
     return data
+
+
+def remove_concepts(C, concepts, names) -> np.ndarray:
+    """Concept editing: a copy of coefficients ``C`` (n, C) with the columns of ``names`` set to 0.
+
+    Decode the result with the decomposer's ``inverse_transform`` to get edited embeddings.
+    """
+    C = np.array(C, dtype=np.float32, copy=True)
+    concepts = list(concepts)
+    if C.ndim != 2 or C.shape[1] != len(concepts):
+        raise ValueError(f"C must have shape (n, {len(concepts)}), got {C.shape}")
+    unknown = [n for n in names if n not in concepts]
+    if unknown:
+        raise ValueError(f"unknown concepts {unknown}")
+    C[:, [concepts.index(n) for n in names]] = 0.0
+    return C
