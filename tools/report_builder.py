@@ -28,7 +28,6 @@ from pathlib import Path
 from paperworks.results import atomic_write_text, validate_results
 from paperworks.tables import claim_rows, counts, fmt_estimate, markdown_table, run_header
 
-RECORDS = ("paper", "bench", "bench_cuda")
 #: experiments too small to decide anything: shown with a caveat
 SMALL = ("smoke", "quick")
 CAVEAT = "too small to decide; the paper run is the result of record"
