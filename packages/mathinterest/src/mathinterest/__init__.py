@@ -1,7 +1,26 @@
-"""mathinterest — A Matter of Interest: Understanding Interestingness of Math Problems in Humans and Language Models."""
+"""mathinterest — LLM interestingness ratings of math problems, measured against people."""
 
-from mathinterest.baselines import sample_median
-from mathinterest.method import sample_mean
+from mathinterest.data import RATIONALES, load_ratings
+from mathinterest.generate import templated_problems, validate_problem
+from mathinterest.metrics import (
+    distribution_gap,
+    krippendorff_alpha,
+    population_divergence,
+    rating_agreement,
+    rationale_alignment,
+)
+from mathinterest.simulate import SimulatedStudy
 
-__all__ = ["sample_mean", "sample_median"]
+__all__ = [
+    "RATIONALES",
+    "SimulatedStudy",
+    "distribution_gap",
+    "krippendorff_alpha",
+    "load_ratings",
+    "population_divergence",
+    "rating_agreement",
+    "rationale_alignment",
+    "templated_problems",
+    "validate_problem",
+]
 __version__ = "0.1.0"
