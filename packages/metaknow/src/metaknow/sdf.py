@@ -336,3 +336,11 @@ def load_sdf(path):
     from paperworks.lm import load_local
 
     return load_local(path)
+
+
+def base_weights_equal(peft_model, snapshot: dict) -> bool:
+    """Whether the base weights inside ``peft_model`` are bit-identical to ``snapshot`` (a state dict
+    of the model before LoRA was injected); LoRA's own tensors are ignored."""
+    now = {k.replace(".base_layer", ""): v for k, v in peft_model.get_base_model().state_dict().items()
+           if "lora_" not in k}
+    return set(now) == set(snapshot) and all(torch.equal(now[k], v) for k, v in snapshot.items())

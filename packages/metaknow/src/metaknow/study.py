@@ -12,11 +12,10 @@ import time
 
 import numpy as np
 import pandas as pd
-import torch
 
 from metaknow.documents import lint_corpus
 from metaknow.evaluate import evaluate
-from metaknow.sdf import count_tokens, document_losses, matched_control, train_sdf
+from metaknow.sdf import base_weights_equal, count_tokens, document_losses, matched_control, train_sdf
 
 log = logging.getLogger("metaknow")
 
@@ -56,7 +55,7 @@ def run_study(base_for_seed, *, sdf_docs, pool, benchmark: dict[str, list[dict]]
             arms[arm] = train_sdf(copy.deepcopy(base), tok, docs, doc_prefix=doc_prefix, seed=seed,
                                   benchmark=all_prompts, lint=arm == "sdf", **kw)
             times.setdefault(f"{arm}_train_s", []).append(time.perf_counter() - t0)
-        base_unchanged.append(all(torch.equal(snapshot[k], v) for k, v in base.state_dict().items()))
+        base_unchanged.append(all(base_weights_equal(arms[a], snapshot) for a in ("sdf", "control")))
         for arm, m in arms.items():
             chat = chat_for(m, tok)
             for name, rows in benchmark.items():
