@@ -9,9 +9,13 @@ from mathinterest.metrics import (
     rating_agreement,
     rationale_alignment,
 )
+from mathinterest.raters import HFRater, JudgePanel, OpenAIRater
 from mathinterest.simulate import SimulatedStudy
 
 __all__ = [
+    "HFRater",
+    "JudgePanel",
+    "OpenAIRater",
     "RATIONALES",
     "SimulatedStudy",
     "distribution_gap",

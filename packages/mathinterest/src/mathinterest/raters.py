@@ -17,6 +17,7 @@ replies are cached per (prompt, settings).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Sequence
@@ -46,11 +47,16 @@ MODES = ("logprob", "sample")
 _ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
 
 
+@functools.lru_cache(maxsize=None)
+def _template(version: str, kind: str):
+    return _ENV.from_string(PROMPTS[version][kind])
+
+
 def render(kind: str, version: str, **fields) -> str:
     """The prompt ``kind`` ("rate" or "rationale") of template ``version`` filled with ``fields``."""
     if version not in PROMPTS:
         raise ValueError(f"prompt_version must be one of {sorted(PROMPTS)}, got {version!r}")
-    return _ENV.from_string(PROMPTS[version][kind]).render(**fields)
+    return _template(version, kind).render(**fields)
 
 
 def _option_labels(options) -> list[str]:

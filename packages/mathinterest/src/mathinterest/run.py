@@ -269,7 +269,7 @@ def plumbing_checks(cfg, judge: pd.DataFrame, info: dict, seed: int) -> list[Cla
     kdf = pd.DataFrame([(f"u{j}", "x", f"r{i}", int(kd[i, j])) for i in range(4) for j in range(12)
                         if np.isfinite(kd[i, j])], columns=["problem_id", "population", "rater_id", "rating"])
     alpha = krippendorff_alpha(kdf, level="ordinal")
-    rowsum = float(np.abs(judge[list(PROB_COLUMNS)].sum(1) - 1).max())
+    rowsum = float(np.abs(judge[list(PROB_COLUMNS)].sum(axis=1) - 1).max())
     texts = [f"stub problem {i}" for i in range(int(cfg.plumbing.stub_problems))]
     with StubEndpoint(fail_first=1) as s:
         out = OpenAIRater("stub", base_url=s.url, api_key_env=None, backoff=0.01).rate(texts)
@@ -300,6 +300,10 @@ def plumbing_checks(cfg, judge: pd.DataFrame, info: dict, seed: int) -> list[Cla
 
 def run(cfg, out_dir: Path | None = None) -> dict:
     seeds = seeds_of(cfg)
+    if cfg.experiment.name == "bench" or "bench" in cfg:
+        from mathinterest.bench import run_bench
+
+        return run_bench(cfg, seeds)
     rows = []
     for seed in seeds:
         rows += simulate_seed(cfg, seed)
