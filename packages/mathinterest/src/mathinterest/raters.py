@@ -47,7 +47,7 @@ MODES = ("logprob", "sample")
 _ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _template(version: str, kind: str):
     return _ENV.from_string(PROMPTS[version][kind])
 
