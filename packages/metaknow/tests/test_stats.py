@@ -56,7 +56,7 @@ def test_planted_stub_recovers_delta_with_binomial_coverage_and_the_filter_remov
     assert abs(np.mean(est) - 0.2) < 4 * np.std(est) / np.sqrt(studies)
     only = StubPolicy(0.1, 0.2, 0.5, shift_only_when_verbalized=True, seed=1)
     raw, filt = [], []
-    for s in range(20):
+    for _ in range(20):
         t, r = only.study(60, seeds=2)
         raw.append(paired_shift(t, r, n_resamples=200).delta)
         filt.append(paired_shift(t, r, exclude_verbalized=True, n_resamples=200).delta)
