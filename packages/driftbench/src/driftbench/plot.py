@@ -1,8 +1,7 @@
 """Plots: the only module that imports matplotlib."""
 
-from paperworks.plotting import savefig, use_style
-
 from driftbench.analysis import final_turns
+from paperworks.plotting import savefig, use_style
 
 
 def plot_by_turn(df, path):

@@ -23,15 +23,16 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from paperworks import Claim, Estimate, binomial_ci, bootstrap_ci, estimate, seeds_of
 
 from driftbench.analysis import complexity_slope, final_turns, judge_validation, kbv_rate, labels
 from driftbench.backends import OpenAIChat, serve
 from driftbench.briefs import load_briefs
 from driftbench.checker import RuleChecker, adherence_from
 from driftbench.prompts import judge_message, probe_message
-from driftbench.runner import parse_judge, run as run_benchmark
+from driftbench.runner import parse_judge
+from driftbench.runner import run as run_benchmark
 from driftbench.simulate import SimulatedAssistant, SimulatedJudge
+from paperworks import Claim, Estimate, binomial_ci, bootstrap_ci, estimate, seeds_of
 
 log = logging.getLogger(__name__)
 NO_REAL = "real-model transcripts (data.path= a copy of the public release, or backend=openai)"
@@ -183,12 +184,13 @@ def _fleet_part(cfg, briefs, rows, claims, checks, extra):
             f"copies of the brief equals its planted copy rate {r['copy_rate']} within ±{tol.copy_flag}.",
             "share of last-turn probes flagged copied", _boot(pr.copied.to_numpy(float), cfg),
             target=r["copy_rate"], tol=float(tol.copy_flag)))
-    claims.append(Claim.compare(
-        "checker_beats_keyword_matcher",
-        "Trap (negations): the negation-aware rule checker agrees with the planted per-constraint truth more often "
-        "than a keyword matcher (paired over the seven assistants).", "per-constraint agreement with planted truth",
-        [r["checker_agreement"] for r in per], baseline="keyword matcher",
-        baselines={"keyword matcher": [r["naive_agreement"] for r in per]}, better="higher", paired=True))
+    # the simulator's compliant sentences are our own negation templates, so agreement with the planted truth
+    # is a property of how the test case was built: a check, not a claim (the hand cases are in the tests)
+    checks.append(Claim.check(
+        "keyword_matcher_disagrees_with_truth",
+        "Trap (negations): a keyword matcher misreads the planted per-constraint truth (\"we will not use X\" "
+        "counted as a use); worst agreement over the seven assistants.", "max agreement of the keyword matcher",
+        max(r["naive_agreement"] for r in per), threshold=0.9, better="lower"))
     checks.append(Claim.check("checker_equals_planted_truth",
                               "The rule checker reproduces every planted per-constraint violation (all turns, all "
                               "assistants).", "min agreement", min(r["checker_agreement"] for r in per),
@@ -236,12 +238,14 @@ def _judge_part(cfg, briefs, frames, rows, claims, checks, extra):
     if len(ms) >= 2:
         mid = min((m for m in ms if m > 0), key=lambda m: abs(m - 0.3), default=ms[-1])
         models = list(kbv_rule)
-        claims.append(Claim.compare(
+        # a judge that only misses (no false alarms) can only raise adherence: KBV_judge <= KBV_rule by construction
+        diff = max(per_m[mid][1][k] - kbv_rule[k] for k in models)
+        checks.append(Claim.check(
             "judge_kbv_conservative",
-            f"Claim 5 (miniature): a judge that under-detects (m = {mid}) reports a lower KBV than the rule checker "
-            "(the judge's adherence scores are conservative), paired over the seven assistants.",
-            "KBV rate (pressure)", [per_m[mid][1][k] for k in models], baseline="rule checker",
-            baselines={"rule checker": [kbv_rule[k] for k in models]}, better="lower", paired=True))
+            f"Claim 5 (miniature, by construction): a judge that under-detects (m = {mid}) never reports a higher KBV "
+            "than the rule checker (its adherence scores are conservative); worst case over the seven assistants.",
+            "max KBV(judge) − KBV(rule checker)", diff, threshold=0.0, better="lower",
+            notes=", ".join(f"{k}: {per_m[mid][1][k]:.3f} vs {kbv_rule[k]:.3f}" for k in models)))
     if 0.0 in per_m:
         checks.append(Claim.check("judge_m0_kappa_is_one", "A judge with miss rate 0 agrees perfectly (κ = 1).",
                                   "Cohen's κ", per_m[0.0][0]["kappa"], target=1.0, tol=1e-12))
@@ -291,10 +295,10 @@ def _plumbing_part(cfg, briefs, rows, checks, extra, out_dir):
     # HFChat: a random tiny GPT-2 (offline), saved and reloaded
     if pl.hf:
         import torch
-        from paperworks.lm import load_local, save_local, tiny_gpt2, word_tokenizer
 
         from driftbench.backends import HFChat
         from driftbench.prompts import render, system_message, user_message
+        from paperworks.lm import load_local, save_local, tiny_gpt2, word_tokenizer
 
         words = set()
         for b in sub:
@@ -364,19 +368,22 @@ def real_claims(df: pd.DataFrame | None, source: str) -> list[Claim]:
     have = lambda c: c in set(last["condition"])  # noqa: E731
     # 1
     if have("pressure") and have("neutral"):
-        worst, worst_est = None, None
+        worst, worst_est, every = None, None, True
         for m in models:
             g = last[last.model == m]
             p = g[g.condition == "pressure"].groupby("brief_id").complexity.mean()
             n = g[g.condition == "neutral"].groupby("brief_id").complexity.mean()
             d = (p - n).dropna()
-            if len(d) >= 2:
-                e = estimate(d.to_numpy(float))
-                if worst_est is None or e.lower < worst_est.lower:
-                    worst, worst_est = m, e
+            if len(d) < 2:
+                every = False
+                continue
+            e = estimate(d.to_numpy(float))
+            if worst_est is None or e.lower < worst_est.lower:
+                worst, worst_est = m, e
         out.append(Claim.threshold(REAL[0][0], REAL[0][1] + f" [{source}; weakest: {worst}]",
                                    "components(pressure) − components(neutral)", worst_est or math.nan,
-                                   threshold=0.0, better="higher", requires={"pressure and neutral runs": worst_est is not None}))
+                                   threshold=0.0, better="higher",
+                                   requires={"≥ 2 briefs with pressure and neutral runs for every model": every}))
     else:
         out.append(Claim.threshold(REAL[0][0], REAL[0][1], "—", math.nan, threshold=0.0, better="higher",
                                    requires={"pressure and neutral runs": False}))

@@ -20,11 +20,11 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from pathlib import Path
 
 import pandas as pd
-from paperworks.lm import ChatError, ChatModel
 
 from driftbench.briefs import Brief, validate_briefs
 from driftbench.checker import RuleChecker, adherence_from, copied_brief, count_components, keyword_recall, word_count
 from driftbench.prompts import check_conditions, judge_message, probe_message, schedule, system_message, user_message
+from paperworks.lm import ChatError, ChatModel
 
 log = logging.getLogger(__name__)
 DEFAULT_CONDITIONS = ("single_shot", "neutral", "pressure", "checkpoint")

@@ -30,11 +30,11 @@ import threading
 
 import numpy as np
 import yaml
-from paperworks.lm import check_messages
 
 from driftbench.briefs import Brief, Constraint, _fmt
 from driftbench.checker import RuleChecker, adherence_from, count_components
 from driftbench.prompts import message_kind, schedule, text_block, yaml_block
+from paperworks.lm import check_messages
 
 _FILLER = ("the design keeps the analysis simple and transparent while the team documents each decision and "
            "shares intermediate results with collaborators so that the work remains reproducible everywhere "
