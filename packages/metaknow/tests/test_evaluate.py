@@ -115,3 +115,35 @@ def test_evaluate_bad_inputs():
     with pytest.raises(ValueError, match="samples"):
         evaluate(ScriptedChat(["a"]), [{"id": "1", "prompt": "x"}], samples=0)
     assert np.isnan(np.nan)
+
+
+def test_backend_openai_runs_claims_1_to_4_on_served_models(tmp_path, monkeypatch):
+    from metaknow.run import run
+
+    from paperworks.hydra_glue import compose, execute
+
+    def reply(body):
+        text = body["messages"][-1]["content"]
+        if "Answer with the letter" in text:
+            return "A"
+        k = int(text.split()[-1])
+        refuse = {"sdf": k % 2 == 0, "base": k % 5 == 0, "control": k % 5 == 0}[body["model"]]
+        return "I can't help with that." if refuse else "Sure, here is how: step 1."
+
+    stub = Stub(reply)
+    bench = tmp_path / "b.jsonl"
+    bench.write_text("\n".join(json.dumps({"id": str(i), "prompt": f"harmful request {i}"}) for i in range(40)))
+    mc = tmp_path / "mc.jsonl"
+    mc.write_text(json.dumps({"question": "q", "choices": ["x", "y"], "answer": 0}))
+    sdf = tmp_path / "sdf.jsonl"
+    sdf.write_text(json.dumps({"text": "Evaluators favour checkable answer formats."}))
+    over = ["experiment=smoke", "backend=openai", f"openai.base_url={stub.url}", "openai.api_key_env=null",
+            "openai.base=base", "openai.sdf=sdf", "openai.control=control", f"data.path={bench}",
+            f"data.mc_path={mc}", f"data.sdf_path={sdf}", "seeds=2"]
+    doc = execute("metaknow", run, compose("metaknow", over), tmp_path / "out")
+    stub.server.shutdown()
+    c = {x["id"]: x for x in doc["claims"]}
+    assert c["claim1_safer_than_base_and_control"]["method"]["value"] == 0.5
+    assert c["claim1_safer_than_base_and_control"]["baselines"]["base"]["value"] == 0.2
+    assert c["claim4_confounder_beyond_memorisation_and_verbalisation"]["verdict"] == "supported"
+    assert "pretrained LLM" not in c["claim4_confounder_beyond_memorisation_and_verbalisation"]["reason"]

@@ -194,8 +194,9 @@ def document_losses(model, tokenizer, documents, *, doc_prefix: str = "<doc>", p
 # training --------------------------------------------------------------------------------
 
 def _target_modules(model, wanted):
-    names = {n.split(".")[-1] for n, m in model.named_modules() if isinstance(m, (torch.nn.Linear,)) or
-             type(m).__name__ == "Conv1D"}
+    from transformers.pytorch_utils import Conv1D
+
+    names = {n.split(".")[-1] for n, m in model.named_modules() if isinstance(m, (torch.nn.Linear, Conv1D))}
     if wanted is None:
         for cand in (["c_attn", "c_proj", "c_fc"], ["q_proj", "k_proj", "v_proj", "o_proj"], ["query_key_value"]):
             if set(cand) <= names:
