@@ -1,7 +1,7 @@
 """Console script: ``toolgap experiment=smoke|quick|paper|bench key=value ...``."""
 
-from toolgap.run import run
 from paperworks.hydra_glue import hydra_cli
+from toolgap.run import run
 
 main = hydra_cli("toolgap", run)
 
