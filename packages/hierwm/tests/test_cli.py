@@ -2,15 +2,22 @@ from hierwm.run import run
 
 from paperworks.testing import run_cli, smoke_without_matplotlib
 
+CLAIMS = {"hier_beats_flat_fidelity", "hier_beats_flat_mse", "df_probe_beats_tf", "tf_more_stable_than_df",
+          "df_tf_probe_beats_tf", "df_tf_stabler_than_df", "steering_responsive", "sota_driving_suite"}
+
 
 def test_smoke_cli_writes_results(tmp_path):
     doc = run_cli("hierwm", tmp_path / "run")
     assert doc["package"] == "hierwm"
     assert doc["experiment"] == "smoke"
-    assert {c["id"] for c in doc["claims"]} == {"mean_beats_median", "efficiency_ratio"}
+    assert {c["id"] for c in doc["claims"]} == CLAIMS
+    assert all(c["verdict"] == "supported" for c in doc["checks"]), [c["id"] for c in doc["checks"]]
+    sota = next(c for c in doc["claims"] if c["id"] == "sota_driving_suite")
+    assert sota["verdict"] == "inconclusive"
     assert (tmp_path / "run" / "metrics.csv").exists()
 
 
 def test_smoke_without_matplotlib_writes_results_and_no_plots(tmp_path, monkeypatch):
-    doc = smoke_without_matplotlib("hierwm", run, monkeypatch, tmp_path)
+    doc = smoke_without_matplotlib("hierwm", run, monkeypatch, tmp_path,
+                                   ("experiment=smoke", "variants=[hier_df_tf,flat_df_tf]"))
     assert doc["experiment"] == "smoke"

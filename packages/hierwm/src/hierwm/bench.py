@@ -23,9 +23,8 @@ def _step(model, opt, frames, actions, objective, seed):
 
 
 def run_bench(cfg) -> tuple[list, list, list]:
-    from paperworks.bench import compare
-
     from hierwm import count_parameters
+    from paperworks.bench import compare
 
     b = cfg.bench
     rows, claims = [], []

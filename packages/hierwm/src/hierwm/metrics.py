@@ -130,7 +130,8 @@ def ego_column(frames: torch.Tensor, *, channel: int = 2, low: float = -1.0, hig
 @torch.no_grad()
 def steering_responsiveness(model, context: torch.Tensor, states: torch.Tensor, *, horizon: int = 4,
                             steers: Sequence[float] = (-1.0, -0.5, 0.0, 0.5, 1.0), steps: int = 10,
-                            stabilization: float = 0.02, generator: torch.Generator | None = None) -> dict:
+                            stabilization: float = 0.02, generator: torch.Generator | None = None,
+                            clip: float | None = None) -> dict:
     """Counterfactual steering from one context: predicted vs simulated ego lateral shift.
 
     For each context ``(B, T0, C, H, W)`` (true states ``(B, T0, d)``, last one used) and each constant
@@ -148,7 +149,7 @@ def steering_responsiveness(model, context: torch.Tensor, states: torch.Tensor, 
         acts = torch.zeros(b, horizon, model.action_dim)
         acts[..., 0] = float(s)
         roll = model.rollout(context, acts, horizon=horizon, steps=steps, stabilization=stabilization,
-                             generator=generator)
+                             generator=generator, clip=clip)
         pred.append((ego_column(roll[:, -1].cpu()) - x_ctx).numpy())
         sim = simulate(s_last, np.concatenate([acts.numpy(), np.zeros((b, 1, acts.shape[-1]))], axis=1), None)
         true.append(sim[:, -1, 0] - s_last[:, 0])
@@ -158,6 +159,20 @@ def steering_responsiveness(model, context: torch.Tensor, states: torch.Tensor, 
 
 
 # ---- the linear probe -------------------------------------------------------------------------
+
+def probe_targets(states: torch.Tensor, n_cars: int = 3) -> torch.Tensor:
+    """Object positions and velocities a raster can show, ``(B, T, 2 + 3·n_cars)`` from states ``(B, T, d)``:
+    the ego's column and lateral velocity, and for the cars ordered by screen row (the raster cannot tell
+    car identities apart, so the order is by row, not by index): column, row and row velocity
+    ``1.5·(v_ego − u_car)``."""
+    ex = states[..., 0]
+    evx = torch.cat([torch.zeros_like(ex[:, :1]), ex[:, 1:] - ex[:, :-1]], dim=1)
+    cx, cy = states[..., 2:2 + n_cars], states[..., 2 + n_cars:2 + 2 * n_cars]
+    cv = 1.5 * (states[..., 1:2] - states[..., 2 + 2 * n_cars:2 + 3 * n_cars])
+    order = cy.argsort(dim=-1)
+    g = [t.gather(-1, order) for t in (cx, cy, cv)]
+    return torch.cat([ex[..., None], evx[..., None], *g], dim=-1)
+
 
 def linear_probe(train_x, train_y, test_x, test_y, *, alphas: Sequence[float] = (1e-3, 1e-2, 1e-1, 1, 10, 100)) -> float:
     """Held-out R² (averaged over standardised targets) of a ridge probe from frozen features to states;

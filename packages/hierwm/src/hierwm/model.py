@@ -96,15 +96,15 @@ class LowLevelDenoiser(nn.Module):
         h = self.down(F.silu(h0))
         for b in self.blocks:
             h = b(h, cond)
-        return self.out(torch.cat([self.up(h), h0], dim=1))
+        return ctx1 + self.out(torch.cat([self.up(h), h0], dim=1))  # x̂₀ as a change from the last frame
 
 
 class HighLevelTransformer(nn.Module):
     """Causal transformer over coarse tokens (one per segment) and an x₀ denoising head.
 
     ``states(tokens, sigma)`` ``(B, S, D), (B, S) → (B, S, dim)``: position s sees tokens ≤ s.
-    ``denoise(h, noisy, sigma, seg_actions)``: token s+1 from ``h_s``, its noisy version and the actions
-    that lead to its segment ``(B, S, stride·action_dim)``.
+    ``denoise(h, noisy, sigma, seg_actions, prev)``: token s+1 from ``h_s``, its noisy version, the actions
+    that lead to its segment ``(B, S, stride·action_dim)`` and token s (``prev``, as seen in the context).
     """
 
     def __init__(self, *, token_dim: int, seg_action_dim: int, dim: int, layers: int = 2, heads: int = 4,
@@ -131,8 +131,9 @@ class HighLevelTransformer(nn.Module):
         mask = nn.Transformer.generate_square_subsequent_mask(s, device=x.device, dtype=x.dtype)
         return self.norm(self.encoder(x, mask=mask, is_causal=True))
 
-    def denoise(self, h, noisy, sigma, seg_actions):
-        return self.head(h + self.head_in(torch.cat([noisy, seg_actions], dim=-1)) + self.level_emb(sigma))
+    def denoise(self, h, noisy, sigma, seg_actions, prev):
+        """x̂₀ of the next token as a change from ``prev``, the last context token."""
+        return prev + self.head(h + self.head_in(torch.cat([noisy, seg_actions], dim=-1)) + self.level_emb(sigma))
 
 
 def _check_shape(name, v, n):
@@ -275,7 +276,7 @@ class _WorldModel(nn.Module):
             h = self._windowed_states(tctx, tcsig)
             if s > 1:
                 seg_a = self._seg_actions(actions, self.coarse_stride, s - 1)
-                pred = self.high_level.denoise(h[:, :-1], tnoisy[:, 1:], tsig[:, 1:], seg_a)
+                pred = self.high_level.denoise(h[:, :-1], tnoisy[:, 1:], tsig[:, 1:], seg_a, tctx[:, :-1])
                 total_high = F.mse_loss(pred, tok[:, 1:])
             hpad = torch.cat([self.high_level.start.expand(b, 1, -1), h], dim=1)
             seg = pos // self.coarse_stride
@@ -312,13 +313,14 @@ class _WorldModel(nn.Module):
     # ---- sampling -----------------------------------------------------------------------
     @torch.no_grad()
     def rollout(self, context, actions, *, horizon: int, steps: int = 10, stabilization: float = 0.02,
-                generator: torch.Generator | None = None):
+                generator: torch.Generator | None = None, clip: float | None = None):
         """Autoregressive sampling: ``horizon`` new frames ``(B, horizon, C, H, W)`` after ``context``.
 
         Each frame (and, first, each segment's coarse token) is denoised with ``steps`` deterministic DDIM
         steps from pure noise; the context the model sees is held at the stabilisation level
         ``round(stabilization · num_levels)`` (fresh noise at each use; 0.02 as in DFoT). ``actions``
-        ``(B, horizon, action_dim)``: ``actions[:, i]`` leads to new frame ``i``.
+        ``(B, horizon, action_dim)``: ``actions[:, i]`` leads to new frame ``i``. ``clip``: clamp each x̂₀
+        to ``[−clip, clip]`` (``DDPMScheduler``'s ``clip_sample``; 1 for data in [−1, 1], None for latents).
         """
         if not isinstance(context, torch.Tensor) or not isinstance(actions, torch.Tensor):
             raise TypeError("context and actions must be torch tensors")
@@ -342,6 +344,9 @@ class _WorldModel(nn.Module):
         stab = self.noise.level_of(stabilization)
         s_stab = float(self.noise.sigma(torch.tensor(stab)))
         ladder = self.noise.ddim_levels(steps)
+        if clip is not None and not (isinstance(clip, (int, float)) and not isinstance(clip, bool) and clip > 0
+                                     and math.isfinite(clip)):
+            raise ValueError(f"clip must be None or a positive finite number, got {clip!r}")
 
         def randn(shape):
             return torch.randn(shape, generator=generator).to(dev, dt)
@@ -354,7 +359,10 @@ class _WorldModel(nn.Module):
             x = randn(shape)
             for lv, nxt in zip(ladder[:-1], ladder[1:], strict=True):
                 sig = self.noise.sigma(torch.full(shape[:1], lv, dtype=torch.long)).to(dev, dt)
-                x = self.noise.ddim_step(x, denoise(x, sig), lv, nxt)
+                x0 = denoise(x, sig)
+                if clip is not None:  # diffusers' clip_sample: keep x̂₀ in the data range
+                    x0 = x0.clamp(-clip, clip)
+                x = self.noise.ddim_step(x, x0, lv, nxt)
             return x
 
         frames = list(context.unbind(1))
@@ -367,13 +375,14 @@ class _WorldModel(nn.Module):
                 tok = torch.stack([held(x) for x in tokens[-self.high_level.max_tokens:]], dim=1)
                 h = self.high_level.states(tok, sfull[:, None].expand(-1, tok.shape[1]))[:, -1]
                 seg_a = actions[:, i0:i0 + k].reshape(b, 1, -1)
-                c = sample((b, tok.shape[-1]), lambda x, sig: self.high_level.denoise(
-                    h[:, None], x[:, None], sig[:, None], seg_a)[:, 0])
+                c = sample((b, tok.shape[-1]), lambda x, sig, h=h, seg_a=seg_a, tok=tok: self.high_level.denoise(
+                    h[:, None], x[:, None], sig[:, None], seg_a, tok[:, -1:])[:, 0])
                 kw = {"plan": c.view(b, *self.coarse_shape), "high": h}
             for j in range(k):
                 c1, c2 = held(frames[-1]), held(frames[-2])
                 a = actions[:, i0 + j]
-                x = sample((b, *self.frame_shape), lambda x, sig: self.low_level(x, sig, c1, c2, sfull, sfull, a, **kw))
+                x = sample((b, *self.frame_shape), lambda x, sig, c1=c1, c2=c2, a=a, kw=kw: self.low_level(
+                    x, sig, c1, c2, sfull, sfull, a, **kw))
                 frames.append(x)
                 out.append(x)
             if self.hierarchical:
