@@ -28,9 +28,9 @@ def test_constrained_samples_converge_to_logprob(tiny):
     model, tok = tiny
     texts = ["Compute 3 * 4 - 5."]
     lp = HFRater(model, tok).rate(texts)[P].to_numpy()
-    sm = HFRater(model, tok, mode="sample", n_samples=3000, seed=1).rate(texts)
-    assert sm["n_valid"].iloc[0] == 3000
-    assert np.abs(sm[P].to_numpy() - lp).max() < 0.04
+    sm = HFRater(model, tok, mode="sample", n_samples=1000, seed=1).rate(texts)
+    assert sm["n_valid"].iloc[0] == 1000
+    assert np.abs(sm[P].to_numpy() - lp).max() < 0.06
 
 
 def test_persona_panel_and_rationales(tiny):

@@ -249,7 +249,7 @@ def distribution_gap(judge, humans, *, metric: str = "w1", population: str | Non
 
 
 def rationale_alignment(judge, humans, *, population: str | None = None, options=None, n_splits: int = 10,
-                        seed: int = 0) -> dict:
+                        n_boot: int = 0, level: float = 0.95, seed: int = 0) -> dict:
     """How well the judge's rationale probabilities track the human rationale frequencies.
 
     For each rationale, the Pearson correlation across problems between the judge's probability and
@@ -257,7 +257,9 @@ def rationale_alignment(judge, humans, *, population: str | None = None, options
     on either side are skipped; none left gives 0). ``baseline``: the same score for half B against
     half A. ``pooled_*``: one correlation over all problem × rationale cells.
 
-    Returns: dict ``judge``, ``baseline``, ``pooled_judge``, ``pooled_baseline``, ``per_rationale``.
+    ``n_boot > 0`` adds ``ci``: a percentile bootstrap over problems of ``judge − baseline``.
+
+    Returns: dict ``judge``, ``baseline``, ``pooled_judge``, ``pooled_baseline``, ``per_rationale`` (and ``ci``).
     """
     humans = check_humans(humans)
     if "rationale" not in humans.columns:
@@ -283,10 +285,12 @@ def rationale_alignment(judge, humans, *, population: str | None = None, options
         c = np.stack([((H == i) & mask).sum(1) for i in range(len(opts))], 1).astype(float)
         return c / np.maximum(c.sum(1, keepdims=True), 1)
 
-    per_j, per_h, pool_j, pool_h = [], [], [], []
+    per_j, per_h, pool_j, pool_h, FA, FB = [], [], [], [], [], []
     for _ in range(n_splits):
         a, b = _half_masks(H, rng)
         fa, fb = freq(a), freq(b)
+        FA.append(fa)
+        FB.append(fb)
         per_j.append(_rowcorr(J.T, fa.T))
         per_h.append(_rowcorr(fb.T, fa.T))
         pool_j.append(float(_rowcorr(J.ravel(), fa.ravel())))
@@ -299,10 +303,21 @@ def rationale_alignment(judge, humans, *, population: str | None = None, options
         x = x[np.isfinite(x)]
         return float(x.mean()) if x.size else 0.0
 
-    return {"judge": mean_or_zero(pj), "baseline": mean_or_zero(ph),
-            "pooled_judge": float(np.nan_to_num(np.nanmean(pool_j))),
-            "pooled_baseline": float(np.nan_to_num(np.nanmean(pool_h))),
-            "per_rationale": dict(zip(opts, map(float, pj))), "population": pop}
+    out = {"judge": mean_or_zero(pj), "baseline": mean_or_zero(ph),
+           "pooled_judge": float(np.nan_to_num(np.nanmean(pool_j))),
+           "pooled_baseline": float(np.nan_to_num(np.nanmean(pool_h))),
+           "per_rationale": dict(zip(opts, map(float, pj))), "population": pop}
+    if n_boot:
+        idx = rng.integers(0, len(H), size=(n_boot, len(H)))
+        FA, FB = np.stack(FA), np.stack(FB)  # (splits, problems, rationales)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            cj = _rowcorr(np.swapaxes(J[idx], -1, -2)[None], np.swapaxes(FA[:, idx], -1, -2))  # (S, B, R)
+            ch = _rowcorr(np.swapaxes(FB[:, idx], -1, -2), np.swapaxes(FA[:, idx], -1, -2))
+            d = np.nan_to_num(np.nanmean(np.nanmean(cj, 0), -1)) - np.nan_to_num(np.nanmean(np.nanmean(ch, 0), -1))
+        a_ = (1 - level) / 2
+        out["ci"] = (float(np.quantile(d, a_)), float(np.quantile(d, 1 - a_)))
+    return out
 
 
 def _two_populations(humans, populations):
@@ -320,7 +335,8 @@ def _two_populations(humans, populations):
     return a, b
 
 
-def population_divergence(judge, humans, *, populations=None, n_splits: int = 10, seed: int = 0) -> dict:
+def population_divergence(judge, humans, *, populations=None, n_splits: int = 10, n_boot: int = 0,
+                          level: float = 0.95, seed: int = 0) -> dict:
     """Does the judge capture the systematic difference between two populations (default IMO − crowd)?
 
     Human delta per common problem: mean(B) − mean(A); judge delta: expected rating for B − for A (a
@@ -328,7 +344,10 @@ def population_divergence(judge, humans, *, populations=None, n_splits: int = 10
     ``baseline``: the correlation between the deltas of two disjoint rater halves (the human
     split-half reliability of the deltas).
 
-    Returns: dict ``corr``, ``baseline``, ``human_mean_delta``, ``judge_mean_delta``, ``mae``, ``n_problems``.
+    ``n_boot > 0`` adds ``ci``: a percentile bootstrap over problems of ``corr − baseline``.
+
+    Returns: dict ``corr``, ``baseline``, ``human_mean_delta``, ``judge_mean_delta``, ``mae``, ``n_problems``
+    (and ``ci``).
     """
     humans = check_humans(humans)
     a, b = _two_populations(humans, populations)
@@ -345,18 +364,29 @@ def population_divergence(judge, humans, *, populations=None, n_splits: int = 10
         jd = np.zeros(len(common))
     corr = float(np.nan_to_num(_rowcorr(jd, hd))) if np.ptp(jd) > 1e-12 else 0.0
     rng = np.random.default_rng(seed)
-    base = []
+    base, D1, D2 = [], [], []
+
+    def m(H, mask):
+        return np.where(mask, np.nan_to_num(H), 0).sum(1) / np.maximum(mask.sum(1), 1)
+
     for _ in range(n_splits):
         a1, a2 = _half_masks(Ha, rng)
         b1, b2 = _half_masks(Hb, rng)
-
-        def m(H, mask):
-            return np.where(mask, H, 0).sum(1) / np.maximum(mask.sum(1), 1)
-
-        base.append(float(_rowcorr(m(Hb, b1) - m(Ha, a1), m(Hb, b2) - m(Ha, a2))))
-    return {"corr": corr, "baseline": float(np.nanmean(base)), "human_mean_delta": float(hd.mean()),
-            "judge_mean_delta": float(jd.mean()), "mae": float(np.abs(jd - hd).mean()),
-            "n_problems": int(len(common)), "populations": (a, b)}
+        D1.append(m(Hb, b1) - m(Ha, a1))
+        D2.append(m(Hb, b2) - m(Ha, a2))
+        base.append(float(_rowcorr(D1[-1], D2[-1])))
+    out = {"corr": corr, "baseline": float(np.nanmean(base)), "human_mean_delta": float(hd.mean()),
+           "judge_mean_delta": float(jd.mean()), "mae": float(np.abs(jd - hd).mean()),
+           "n_problems": int(len(common)), "populations": (a, b)}
+    if n_boot:
+        idx = rng.integers(0, len(hd), size=(n_boot, len(hd)))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            cj = np.nan_to_num(_rowcorr(jd[idx], hd[idx])) if np.ptp(jd) > 1e-12 else np.zeros(n_boot)
+            ch = np.nanmean(_rowcorr(np.stack(D1)[:, idx], np.stack(D2)[:, idx]), 0)
+        a_ = (1 - level) / 2
+        out["ci"] = (float(np.quantile(cj - ch, a_)), float(np.quantile(cj - ch, 1 - a_)))
+    return out
 
 
 def krippendorff_alpha(humans, *, population: str | None = None, level: str = "ordinal") -> float:

@@ -13,6 +13,7 @@ and JS against scipy, α on Krippendorff's worked example, the validity filter o
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from pathlib import Path
@@ -32,6 +33,7 @@ from mathinterest.metrics import (
     w1_ordinal,
 )
 from mathinterest.simulate import POPULATIONS, SimulatedStudy
+from mathinterest.stub import StubEndpoint
 from paperworks import Claim, Estimate, seeds_of, t_ci
 
 log = logging.getLogger("mathinterest")
@@ -131,23 +133,26 @@ def _estimate(value, ci, n, method="bootstrap-problems") -> Estimate:
     return Estimate(float(value), min(float(lo), float(value)), max(float(hi), float(value)), int(n), 0.95, method)
 
 
-def build_rater(cfg, texts, persona=None):
+def build_rater(cfg, texts, persona=None, stub_url=None):
     from mathinterest.raters import HFRater, OpenAIRater
 
     rc = cfg.rater
     common = {"mode": str(rc.mode), "n_samples": int(rc.n_samples), "temperature": float(rc.temperature),
               "persona": persona}
+    if rc.kind == "stub":  # the loopback endpoint with planted answers (smoke: no model to load)
+        return OpenAIRater("stub", base_url=stub_url, api_key_env=None, concurrency=int(rc.concurrency), **common)
     if rc.kind == "tiny":
         from mathinterest.tiny import tiny_rater_model
 
         model, tok = tiny_rater_model(texts, seed=int(rc.seed))
-        return HFRater(model, tok, **common)
+        return HFRater(model.to(cfg.get("device", "cpu") or "cpu"), tok, **common)
     if rc.kind == "hf":
         from paperworks.lm import load_local
 
         if not rc.model:
             raise ValueError("rater.model=PATH (a local Hugging Face model folder) is needed with rater.kind=hf")
         model, tok = load_local(rc.model)
+        model = model.to(cfg.get("device", "cpu") or "cpu")
         if tok is None:
             raise ValueError(f"rater.model: {rc.model} holds no tokenizer")
         labels = tuple(rc.labels) if rc.get("labels") else ("1", "2", "3", "4", "5", "6", "7")
@@ -157,15 +162,15 @@ def build_rater(cfg, texts, persona=None):
             raise ValueError("rater.model=NAME is needed with rater.kind=openai")
         return OpenAIRater(str(rc.model), base_url=rc.base_url, api_key_env=rc.api_key_env,
                            concurrency=int(rc.concurrency), **common)
-    raise ValueError(f"rater.kind must be tiny, hf or openai, got {rc.kind!r}")
+    raise ValueError(f"rater.kind must be tiny, stub, hf or openai, got {rc.kind!r}")
 
 
-def judge_frame(cfg, problems: pd.DataFrame, populations) -> pd.DataFrame:
+def judge_frame(cfg, problems: pd.DataFrame, populations, vocab, stub_url=None) -> pd.DataFrame:
     """The rater's ratings and rationale probabilities (one persona per population if configured)."""
     personas = dict(cfg.rater.personas) if cfg.rater.get("personas") else None
     frames = []
     for pop in (populations if personas else [None]):
-        rater = build_rater(cfg, problems["text"], persona=personas.get(pop) if personas else None)
+        rater = build_rater(cfg, vocab, persona=personas.get(pop) if personas else None, stub_url=stub_url)
         df = rater.rate(problems).merge(rater.choose_rationales(problems, list(RATIONALES)).drop(columns="mass"),
                                         on="problem_id")
         if pop is not None:
@@ -174,7 +179,7 @@ def judge_frame(cfg, problems: pd.DataFrame, populations) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def paper_claims(cfg, seed: int) -> tuple[list[Claim], dict, pd.DataFrame, pd.DataFrame]:
+def paper_claims(cfg, seed: int, stub_url=None) -> tuple[list[Claim], dict, pd.DataFrame, pd.DataFrame]:
     real = bool(cfg.data.ratings)
     if real:
         humans = load_ratings(cfg.data.ratings)
@@ -186,11 +191,14 @@ def paper_claims(cfg, seed: int) -> tuple[list[Claim], dict, pd.DataFrame, pd.Da
         study = SimulatedStudy(int(cfg.study.n_problems), int(cfg.study.n_crowd), int(cfg.study.n_imo), seed=seed)
         humans, problems = study.ratings(), study.problems()
     pops = sorted(map(str, humans.population.unique()))
-    judge = judge_frame(cfg, problems, pops)
+    gen = _generated(cfg, seed)
+    vocab = [*problems["text"], *(p["text"] for p in gen)]  # the tiny model's word list (unused otherwise)
+    judge = judge_frame(cfg, problems, pops, vocab, stub_url)
     real_model = cfg.rater.kind in ("hf", "openai")
     req = {"real human ratings supplied (data.ratings=)": real, "a real LLM rater (rater.kind=hf|openai)": real_model}
-    what = "" if real and real_model else (" [offline: a random tiny GPT-2 on simulated ratings — plumbing only; "
-                                           "the verdict needs data.ratings= and rater.kind=hf|openai]")
+    who = {"tiny": "a random tiny GPT-2", "stub": "the loopback stub endpoint"}.get(str(cfg.rater.kind), "the rater")
+    what = "" if real and real_model else (f" [offline: {who} on {'your' if real else 'simulated'} ratings — plumbing "
+                                           "only; the verdict needs data.ratings= and rater.kind=hf|openai]")
     claims, info = [], {"skipped_rows": int(humans.attrs.get("skipped", 0))}
     kw = {"n_splits": int(cfg.stats.n_splits), "seed": seed}
     for pop in pops:
@@ -209,31 +217,33 @@ def paper_claims(cfg, seed: int) -> tuple[list[Claim], dict, pd.DataFrame, pd.Da
                                                                                          len(g["per_problem"])),
             threshold=0.0, better="higher", requires=req))
     rpop = "imo" if "imo" in pops else pops[-1]
+    nb = int(cfg.stats.n_boot)
     if "rationale" in humans.columns and humans["rationale"].notna().any():
-        r = rationale_alignment(judge, humans, population=rpop, **kw)
-        claims.append(Claim.compare(
+        r = rationale_alignment(judge, humans, population=rpop, n_boot=nb, **kw)
+        claims.append(Claim.threshold(
             "claim3_rationales_weak", f"Claim 3: the LLM's rationale choices correlate with human rationale "
-            f"frequencies ({rpop}) less than one half of the raters does with the other (no interval yet: "
-            f"inconclusive by construction).{what}", "mean per-rationale Pearson r", r["judge"],
-            baseline="human-vs-human", baselines={"human-vs-human": r["baseline"]}, better="lower", requires=req))
+            f"frequencies ({rpop}) less than one half of the raters does with the other (r {r['judge']:.3f} vs "
+            f"{r['baseline']:.3f}; bootstrap over problems).{what}", "r(judge) − r(human-vs-human)",
+            _estimate(r["judge"] - r["baseline"], r["ci"], len(problems)), threshold=0.0, better="lower",
+            requires=req))
     if len(pops) == 2:
-        d = population_divergence(judge, humans, **kw)
-        claims.append(Claim.compare(
+        d = population_divergence(judge, humans, n_boot=nb, **kw)
+        claims.append(Claim.threshold(
             "claim4_misses_population_gap", f"Claim 4: the LLM misses the systematic {d['populations'][1]} − "
-            f"{d['populations'][0]} differences: its deltas correlate with the human deltas less than two rater "
-            f"halves' deltas do (no interval yet).{what}", "Pearson r of population deltas", d["corr"],
-            baseline="human-vs-human", baselines={"human-vs-human": d["baseline"]}, better="lower", requires=req))
+            f"{d['populations'][0]} differences: its per-problem deltas correlate with the human deltas less than "
+            f"two rater halves' deltas do (r {d['corr']:.3f} vs {d['baseline']:.3f}; bootstrap over problems).{what}",
+            "r(judge deltas) − r(human-vs-human deltas)", _estimate(d["corr"] - d["baseline"], d["ci"], d["n_problems"]),
+            threshold=0.0, better="lower", requires=req))
     # claim 5: generate -> validate -> rate
-    gen = _generated(cfg, seed)
     verdicts = [validate_problem(p) for p in gen]
     valid = [p for p, (ok, _) in zip(gen, verdicts) if ok]
-    rater = build_rater(cfg, [p["text"] for p in gen])
+    rater = build_rater(cfg, vocab, stub_url=stub_url)
     rated = rater.rate([{"problem_id": p["problem_id"], "text": p["text"]} for p in valid])
     llm_gen = bool(cfg.data.generated)
     claims.append(Claim.threshold(
         "claim5_generated_engaging", f"Claim 5: after validity filtering ({len(valid)}/{len(gen)} kept), generated "
         "problems are rated engaging: mean expected rating above the scale midpoint 4." + (
-            "" if llm_gen and real_model else " [offline: templated problems rated by a random tiny GPT-2]"),
+            "" if llm_gen and real_model else f" [offline: templated problems rated by {who}]"),
         "mean expected rating (1-7)", t_ci(rated["expected"].to_numpy()), threshold=4.0, better="higher",
         requires={"LLM-generated problems supplied (data.generated=)": llm_gen,
                   "a real LLM rater (rater.kind=hf|openai)": real_model}))
@@ -276,7 +286,8 @@ def plumbing_checks(cfg, judge: pd.DataFrame, info: dict, seed: int) -> list[Cla
     want = np.stack([planted(render("rate", "v1", persona=None, problem=t)) for t in texts])
     stub_err = float(np.abs(out[list(PROB_COLUMNS)].to_numpy() - want).max())
     checks = [
-        Claim.check("logprob_rows_sum_to_one", "logprob mode: every rater row p1..p7 sums to 1 (random tiny GPT-2).",
+        Claim.check("rater_rows_sum_to_one", f"Every rater row p1..p7 sums to 1 (rater.kind={cfg.rater.kind}, "
+                    f"mode={cfg.rater.mode}).",
                     "max |Σp − 1|", rowsum, threshold=1e-6, better="lower"),
         Claim.check("w1_matches_scipy", "Ordinal W1 equals scipy.stats.wasserstein_distance on 50 random pairs.",
                     "max abs error", w1_err, threshold=1e-12, better="lower"),
@@ -310,7 +321,9 @@ def run(cfg, out_dir: Path | None = None) -> dict:
         log.info("simulated seed %d done", seed)
     judges = [r for r in rows if r["judge"] != "humans"]
     claims = simulated_claims(judges, int(cfg.study.n_problems))
-    paper, info, judge, humans = paper_claims(cfg, seeds[0])
+    with contextlib.ExitStack() as stack:
+        url = stack.enter_context(StubEndpoint()).url if cfg.rater.kind == "stub" else None
+        paper, info, judge, humans = paper_claims(cfg, seeds[0], url)
     claims += paper
     checks = plumbing_checks(cfg, judge, info, seeds[0])
     alphas = [r for r in rows if r["judge"] == "humans"]
