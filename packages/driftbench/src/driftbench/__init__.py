@@ -6,13 +6,21 @@ restatement probe, judges and a negation-aware rule checker, knows-but-violates 
 
 from driftbench import run as _experiment  # noqa: F401  (the experiment module, loaded before the API name below)
 from driftbench.analysis import cohen_kappa, complexity_slope, judge_validation, kbv_rate, summary
-from driftbench.backends import HFChat, OpenAIChat, serve
 from driftbench.briefs import Brief, Constraint, load_briefs, synthetic_briefs
 from driftbench.checker import RuleChecker
 from driftbench.prompts import CONDITIONS
 from driftbench.release import load_driftbench
 from driftbench.runner import run
+from driftbench.serve import serve
 from driftbench.simulate import SimulatedAssistant, SimulatedJudge
+
+
+def __getattr__(name):  # the chat backends import torch (via paperworks.lm): only when asked for
+    if name in ("OpenAIChat", "HFChat"):
+        from driftbench import backends
+
+        return getattr(backends, name)
+    raise AttributeError(f"module 'driftbench' has no attribute {name!r}")
 
 __all__ = [
     "CONDITIONS",

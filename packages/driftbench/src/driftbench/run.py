@@ -25,12 +25,12 @@ import numpy as np
 import pandas as pd
 
 from driftbench.analysis import complexity_slope, final_turns, judge_validation, kbv_rate, labels
-from driftbench.backends import OpenAIChat, serve
 from driftbench.briefs import load_briefs
 from driftbench.checker import RuleChecker, adherence_from
 from driftbench.prompts import judge_message, probe_message
 from driftbench.runner import parse_judge
 from driftbench.runner import run as run_benchmark
+from driftbench.serve import serve
 from driftbench.simulate import SimulatedAssistant, SimulatedJudge
 from paperworks import Claim, Estimate, binomial_ci, bootstrap_ci, estimate, seeds_of
 
@@ -283,6 +283,8 @@ def _plumbing_part(cfg, briefs, rows, checks, extra, out_dir):
                               leaked, threshold=0, better="lower"))
     # OpenAIChat against a loopback server of the same assistant: identical results
     if pl.openai:
+        from driftbench.backends import OpenAIChat
+
         direct = run_benchmark(a, sub, conditions=conds, turns=int(pl.turns), reps=1, seed=int(cfg.seed))
         with serve(a) as (url, server):
             chat = OpenAIChat(a.name, base_url=url, api_key_env=None, timeout=30, max_retries=2, backoff=0.05)
@@ -436,6 +438,7 @@ def real_claims(df: pd.DataFrame | None, source: str) -> list[Claim]:
 # bench --------------------------------------------------------------------------------------------------
 
 def _bench(cfg, claims, checks, rows, timings):
+    from driftbench.backends import OpenAIChat
     from paperworks.bench import compare
 
     bc = cfg.bench
@@ -501,6 +504,8 @@ def run(cfg, out_dir: Path | None = None) -> dict:
         source = f"the release at {cfg.data.path}"
         extra["release_skipped"] = len(real.attrs.get("skipped", []))
     elif str(cfg.backend) == "openai":
+        from driftbench.backends import OpenAIChat
+
         o = cfg.openai
         chat = OpenAIChat(str(o.model), base_url=o.get("base_url"), api_key_env=o.get("api_key_env"),
                           concurrency=int(o.concurrency))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sys
 import threading
 import zlib
 from collections.abc import Sequence
@@ -24,7 +25,6 @@ import pandas as pd
 from driftbench.briefs import Brief, validate_briefs
 from driftbench.checker import RuleChecker, adherence_from, copied_brief, count_components, keyword_recall, word_count
 from driftbench.prompts import check_conditions, judge_message, probe_message, schedule, system_message, user_message
-from paperworks.lm import ChatError, ChatModel
 
 log = logging.getLogger(__name__)
 DEFAULT_CONDITIONS = ("single_shot", "neutral", "pressure", "checkpoint")
@@ -63,8 +63,11 @@ def parse_judge(reply: str) -> dict | None:
 def _call(backend, messages, where: str, **sampling) -> str:
     try:
         out = backend.complete(messages, **sampling)
-    except ChatError as e:
-        raise ChatError(f"{where}: {e}") from None
+    except Exception as e:
+        chat = sys.modules.get("paperworks.lm.chat")  # loaded whenever a ChatError can be raised
+        if chat is not None and isinstance(e, chat.ChatError):
+            raise chat.ChatError(f"{where}: {e}") from None
+        raise
     if not isinstance(out, str):
         raise TypeError(f"{where}: the backend returned {type(out).__name__}, not a string")
     return out
@@ -163,9 +166,9 @@ def run(backend, briefs, conditions: Sequence[str] = DEFAULT_CONDITIONS, turns: 
         and ``model``, ``kind``, ``adherence_rule``, ``violations``, ``words``, ``copied`` (probe was
         a verbatim copy of the brief), ``judge_violations``, ``truth_violations``.
     """
-    if not isinstance(backend, ChatModel):
+    if not callable(getattr(backend, "complete", None)):
         raise TypeError(f"backend must have complete(messages, **sampling) -> str, got {type(backend).__name__}")
-    if judge is not None and not isinstance(judge, ChatModel):
+    if judge is not None and not callable(getattr(judge, "complete", None)):
         raise TypeError(f"judge must have complete(messages, **sampling) -> str, got {type(judge).__name__}")
     briefs = validate_briefs(briefs)
     conditions = check_conditions(conditions)

@@ -34,7 +34,6 @@ import yaml
 from driftbench.briefs import Brief, Constraint, _fmt
 from driftbench.checker import RuleChecker, adherence_from, count_components
 from driftbench.prompts import message_kind, schedule, text_block, yaml_block
-from paperworks.lm import check_messages
 
 _FILLER = ("the design keeps the analysis simple and transparent while the team documents each decision and "
            "shares intermediate results with collaborators so that the work remains reproducible everywhere "
@@ -48,6 +47,18 @@ _NEG = ("We will not use {t}.", "The design works without {t}.", "{T} is exclude
 _USE = "We now rely on {t} to strengthen the design."
 _INCLUDE = "The plan includes a {t}."
 _DROP = ("We drop the {t} to save time.", "")
+
+
+def check_messages(messages) -> list[dict]:
+    """A conversation as a list of ``{"role", "content"}`` dicts (as :func:`paperworks.lm.check_messages`,
+    without importing torch for the simulators)."""
+    if isinstance(messages, (str, bytes, dict)) or not isinstance(messages, (list, tuple)) or not messages:
+        raise ValueError("messages must be a non-empty list of {'role', 'content'} dicts")
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict) or m.get("role") not in ("system", "user", "assistant", "tool") \
+                or not isinstance(m.get("content"), str):
+            raise ValueError(f"messages[{i}] must be a dict with a role and a string content, got {m!r}"[:200])
+    return [dict(m) for m in messages]
 
 
 def _check_prob(name: str, v) -> float:
