@@ -137,7 +137,9 @@ def pretrain(texts, tok, *, steps: int, seed: int = 0, width: int = 64, lr: floa
     ids, labels, mask, pos, _ = pack_documents(enc, block, pad_id=tok.pad_token_id)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     g = torch.Generator().manual_seed(seed)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps, pct_start=0.1)
+    warm = max(1, steps // 10)
+    sched = torch.optim.lr_scheduler.LambdaLR(  # linear warm-up, cosine decay
+        opt, lambda s: min((s + 1) / warm, 0.5 * (1 + np.cos(np.pi * min(1.0, s / max(1, steps))))))
     losses = []
     for step in range(steps):
         b = torch.randint(ids.shape[0], (rows,), generator=g)
