@@ -66,3 +66,18 @@ def test_importer_bad_path(tmp_path):
         load_driftbench(tmp_path / "missing")
     with pytest.raises(ValueError, match="no transcripts"):
         load_driftbench(tmp_path)
+
+
+def test_cli_data_path_recomputes_claims_from_the_release(tmp_path):
+    from driftbench.run import run
+
+    from paperworks.hydra_glue import compose, execute
+
+    make_release(tmp_path / "rel")
+    cfg = compose("driftbench", ["experiment=smoke", "backend=none", f"data.path={tmp_path / 'rel'}"])
+    doc = execute("driftbench", run, cfg, tmp_path / "out")
+    claims = {c["id"]: c for c in doc["claims"]}
+    assert set(claims) == {f"real_claim{i}_{s}" for i, s in enumerate(
+        ["complexity", "drift", "recall_violating", "checkpoint", "judge_conservative", "robust"], 1)}
+    assert claims["real_claim2_drift"]["verdict"] == "supported"
+    assert doc["extra"]["release_skipped"] == 3

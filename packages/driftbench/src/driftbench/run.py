@@ -456,7 +456,7 @@ def _bench(cfg, claims, checks, rows, timings):
             return f
 
         seq, con = 1, int(bc.concurrency)
-        res = compare({"sequential": go(seq), f"concurrent_{con}": go(con)}, repeats=int(bc.repeats), warmup=0,
+        res = compare({"sequential": go(seq), f"concurrent_{con}": go(con)}, repeats=int(bc.repeats), warmup=1,
                       threads=1)
         max_inflight = server.stats["max_inflight"]
     sp = res.speedup(f"concurrent_{con}", over="sequential")
@@ -489,6 +489,8 @@ def run(cfg, out_dir: Path | None = None) -> dict:
         _bench(cfg, claims, checks, rows, timings)
         return {"claims": claims, "checks": checks, "metrics": rows, "seeds": seeds, "extra": extra,
                 "timings": timings}
+    if str(cfg.backend) not in ("simulated", "openai", "none"):
+        raise ValueError(f"backend must be simulated, openai or none, got {cfg.backend!r}")
     briefs = _briefs(cfg)
     frames = {}
     if str(cfg.backend) == "simulated":
@@ -511,7 +513,7 @@ def run(cfg, out_dir: Path | None = None) -> dict:
                           concurrency=int(o.concurrency))
         real = run_benchmark(chat, briefs, conditions=list(cfg.conditions), turns=int(cfg.turns), reps=int(cfg.reps),
                              seed=int(cfg.seed), concurrency=int(o.concurrency),
-                             out=Path(out_dir) / "transcripts.jsonl" if out_dir else None,
+                             out=o.get("out") or (Path(out_dir) / "transcripts.jsonl" if out_dir else None),
                              temperature=float(o.temperature))
         source = f"live endpoint {o.model}"
     claims += real_claims(real, source)
