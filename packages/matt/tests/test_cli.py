@@ -5,9 +5,11 @@ from paperworks.testing import run_cli, smoke_without_matplotlib
 
 def test_smoke_cli_writes_results(tmp_path):
     doc = run_cli("matt", tmp_path / "run")
-    assert doc["package"] == "matt"
-    assert doc["experiment"] == "smoke"
-    assert {c["id"] for c in doc["claims"]} == {"mean_beats_median", "efficiency_ratio"}
+    assert doc["package"] == "matt" and doc["experiment"] == "smoke"
+    ids = {c["id"] for c in doc["claims"]}
+    assert {"recovery_large", "aim_beats_heuristics", "aim_fewer_steps_to_half"} <= ids
+    assert {c["id"] for c in doc["checks"]} >= {"aim_zero_for_identity", "segments_partition_minimal"}
+    assert all(c["verdict"] == "supported" for c in doc["checks"] if c["id"] != "aim_loss_decreases")
     assert (tmp_path / "run" / "metrics.csv").exists()
 
 
