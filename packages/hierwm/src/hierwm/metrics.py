@@ -43,10 +43,11 @@ def frechet_distance(mu1, cov1, mu2, cov2) -> float:
 
     mu1, mu2 = np.atleast_1d(mu1), np.atleast_1d(mu2)
     cov1, cov2 = np.atleast_2d(cov1), np.atleast_2d(cov2)
-    covmean, _ = linalg.sqrtm(cov1 @ cov2, disp=False)
+    covmean = linalg.sqrtm(cov1 @ cov2)
     if not np.isfinite(covmean).all():
         eps = 1e-6 * np.eye(cov1.shape[0])
         covmean = linalg.sqrtm((cov1 + eps) @ (cov2 + eps))
+    covmean = np.asarray(covmean)
     covmean = covmean.real
     return float(((mu1 - mu2) ** 2).sum() + np.trace(cov1) + np.trace(cov2) - 2 * np.trace(covmean))
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from paperworks import Claim, estimate, seeds_of
+from paperworks import Claim, estimate, resolve_device, seeds_of
 
 log = logging.getLogger(__name__)
 
@@ -172,7 +172,7 @@ def run_paper(cfg, seeds) -> tuple[list, list, list, dict]:
         for name in cfg.variants:
             kind, objective = VARIANTS[name]
             torch.manual_seed(seed)
-            model = build_model(kind, frame_shape, coarse_shape, cfg.model).to(str(cfg.device))
+            model = build_model(kind, frame_shape, coarse_shape, cfg.model).to(resolve_device(str(cfg.get("device", "auto"))))
             params[name] = count_parameters(model)
             t1 = time.perf_counter()
             hist = train(model, data, objective=objective, steps=int(cfg.train.steps),

@@ -72,7 +72,7 @@ def train(model, dataset, *, objective: str, steps: int, batch_size: int = 16, l
         frames, actions = _batch(dataset, idx)
         loss = loss_fn(frames, actions, objective=objective, generator=gen, progress=step / steps, positions=positions)
         if not torch.isfinite(loss):
-            raise FloatingPointError(f"training diverged: the loss is {float(loss)} at step {step}")
+            raise FloatingPointError(f"training diverged: the loss is {float(loss.detach())} at step {step}")
         opt.zero_grad(set_to_none=True)
         loss.backward()
         if grad_clip:
