@@ -100,10 +100,6 @@ def train(model: ChunkPolicy, dataset: Demos, *, steps: int, batch_size: int = 6
     model.train()
     n = len(dataset)
     it = range(start, steps)
-    if progress:
-        from tqdm.auto import tqdm
-
-        it = tqdm(it, disable=None, desc=type(model).__name__)
     if track is not None and start == 0:
         history.append({"step": 0, **track(0, model)})
     for step in it:
@@ -122,6 +118,8 @@ def train(model: ChunkPolicy, dataset: Demos, *, steps: int, batch_size: int = 6
             row.update(track(step + 1, model))
             model.train()
         history.append(row)
+        if progress and rank == 0 and ((step + 1) % max(steps // 10, 1) == 0 or step + 1 == steps):
+            log.info("%s step %d/%d loss %.4f", type(model).__name__, step + 1, steps, logs["loss"])
         if ckpt is not None and rank == 0 and (checkpoint_every and (step + 1) % checkpoint_every == 0
                                                or step + 1 == steps):
             _save_checkpoint(ckpt, model, opt, gen, step + 1, history)
