@@ -80,3 +80,15 @@ def test_bad_inputs(study, humans):
         distribution_gap(j, few, population="imo")
     with pytest.raises(ValueError, match="metric"):
         distribution_gap(j, humans, population="imo", metric="kl")
+
+
+def test_reference_judges(humans, study):
+    from mathinterest.baselines import constant_judge, length_judge
+
+    lj = length_judge(["a", "a much longer problem text", "mid text"])
+    assert lj.expected.tolist() == [1.0, 7.0, 4.0]
+    cj = constant_judge(humans)
+    imo = humans[humans.population == "imo"].rating
+    row = cj[cj.population == "imo"].iloc[0]
+    assert row["expected"] == pytest.approx(imo.mean()) and cj.expected.nunique() == 2
+    assert np.isnan(rating_agreement(cj, humans, population="imo", n_boot=20)["rho"])  # cannot rank

@@ -81,3 +81,14 @@ def test_openai_bad_inputs(monkeypatch):
     with StubEndpoint() as s:
         OpenAIRater("stub", base_url=s.url, api_key_env="MI_TEST_KEY").rate(["x"])
         assert s.requests[0]["auth"] == "Bearer sekrit"
+
+
+def test_openai_disk_cache_survives_a_new_rater(tmp_path):
+    path = tmp_path / "cache.jsonl"
+    with StubEndpoint() as s:
+        first = OpenAIRater("stub", base_url=s.url, api_key_env=None, cache=path).rate(["p one", "p two"])
+        n = len(s.requests)
+        second = OpenAIRater("stub", base_url=s.url, api_key_env=None, cache=path).rate(["p one", "p two"])
+        assert len(s.requests) == n == 2 and np.allclose(first[P], second[P])
+        OpenAIRater("stub", base_url=s.url, api_key_env=None, cache=path, persona="a judge").rate(["p one"])
+        assert len(s.requests) == 3  # another persona is another prompt and key

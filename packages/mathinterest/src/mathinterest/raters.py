@@ -18,10 +18,13 @@ replies are cached per (prompt, settings).
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import math
 import re
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import jinja2
 import numpy as np
@@ -85,15 +88,37 @@ class _Rater:
         render("rate", prompt_version, persona=None, problem="")
         self.prompt_version = prompt_version
         self._cache = {} if cache else None
+        self._cache_path = None
+
+    def _open_disk_cache(self, path, identity) -> None:
+        """Persist replies as JSON lines at ``path`` (keys: a hash of the prompt, settings and ``identity``)."""
+        self._cache_path, self._identity = Path(path), identity
+        self._cache = {}
+        if self._cache_path.is_file():
+            for line in self._cache_path.read_text(encoding="utf-8").splitlines():
+                try:
+                    d = json.loads(line)
+                    self._cache[d["key"]] = (np.asarray(d["p"], float), float(d["mass"]), d.get("n"))
+                except (ValueError, KeyError, TypeError):
+                    continue  # a torn last line from an interrupted run
+        self._cache_path.parent.mkdir(parents=True, exist_ok=True)
 
     def _cached(self, keys, compute):
         """``compute(missing_indices) -> list of rows``; rows are cached under ``keys``."""
         if self._cache is None:
             return compute(list(range(len(keys))))
+        if self._cache_path is not None:
+            keys = [hashlib.sha256(json.dumps([*k, *self._identity]).encode()).hexdigest() for k in keys]
         todo = [i for i, k in enumerate(keys) if k not in self._cache]
         if todo:
-            for i, row in zip(todo, compute(todo)):
+            rows = compute(todo)
+            for i, row in zip(todo, rows):
                 self._cache[keys[i]] = row
+            if self._cache_path is not None:
+                with self._cache_path.open("a", encoding="utf-8") as f:
+                    for i, (p, m, n) in zip(todo, rows):
+                        f.write(json.dumps({"key": keys[i], "p": [None if np.isnan(x) else float(x) for x in p],
+                                            "mass": m, "n": n}) + "\n")
         return [self._cache[k] for k in keys]
 
     def _settings(self, labels):
@@ -252,18 +277,22 @@ class OpenAIRater(_Rater):
             (``n_samples`` replies at ``temperature``, parsed strictly).
         concurrency: requests in flight at once.
         top_logprobs: alternatives requested per token (OpenAI allows ≤ 20).
+        cache: ``True`` (in memory), ``False``, or a file path: replies persist there as JSON lines,
+            keyed by a hash of the prompt, the settings, the model and the URL, so a rerun costs no calls.
     """
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key_env: str | None = "OPENAI_API_KEY",
                  mode: str = "logprob", n_samples: int = 20, temperature: float = 1.0, persona: str | None = None,
                  concurrency: int = 8, top_logprobs: int = 20, labels: Sequence[str] = RATING_LABELS,
                  timeout: float = 60.0, max_retries: int = 4, backoff: float = 1.0, prompt_version: str = "v1",
-                 cache: bool = True):
-        self._setup(mode, n_samples, temperature, persona, labels, prompt_version, cache)
+                 cache: bool | str | Path = True):
+        self._setup(mode, n_samples, temperature, persona, labels, prompt_version, bool(cache))
         self.top_logprobs = check_int(top_logprobs, "top_logprobs", minimum=1, maximum=20)
         self.chat = LogprobChat(model, base_url=base_url or "https://api.openai.com/v1", api_key_env=api_key_env,
                                 concurrency=check_int(concurrency, "concurrency", minimum=1), timeout=timeout,
                                 max_retries=max_retries, backoff=backoff)
+        if isinstance(cache, (str, Path)):
+            self._open_disk_cache(cache, (self.chat.model, self.chat.base_url, self.persona or ""))
 
     def _one(self, prompt, labels):
         msgs = [{"role": "user", "content": prompt}]

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from mathinterest.baselines import constant_judge, length_judge
 from mathinterest.data import PROB_COLUMNS, RATIONALES, load_ratings, problems_frame
 from mathinterest.generate import templated_problems, validate_problem
 from mathinterest.metrics import (
@@ -201,21 +202,27 @@ def paper_claims(cfg, seed: int, stub_url=None) -> tuple[list[Claim], dict, pd.D
                                            "only; the verdict needs data.ratings= and rater.kind=hf|openai]")
     claims, info = [], {"skipped_rows": int(humans.attrs.get("skipped", 0))}
     kw = {"n_splits": int(cfg.stats.n_splits), "seed": seed}
+    length, constant = length_judge(problems), constant_judge(humans)
     for pop in pops:
         a = rating_agreement(judge, humans, population=pop, n_boot=int(cfg.stats.n_boot), **kw)
+        al = rating_agreement(length, humans, population=pop, n_boot=int(cfg.stats.n_boot), **kw)
         info[f"ceiling_{pop}"] = a["ceiling"]
         claims.append(Claim.threshold(
             f"claim1_rho_positive_{pop}", f"Claim 1: the LLM's expected rating correlates positively with the mean "
-            f"human interestingness ({pop}; bootstrap over problems; noise ceiling {a['ceiling']:.2f}).{what}",
+            f"human interestingness ({pop}; bootstrap over problems; noise ceiling {a['ceiling']:.2f}; the "
+            f"problem-length judge shown for reference).{what}",
             "Spearman ρ", _estimate(a["rho"], a["ci"], a["n_problems"]), threshold=0.0, better="higher",
-            requires=req))
+            baselines={"problem length": _estimate(al["rho"], al["ci"], al["n_problems"])}, requires=req))
         g = distribution_gap(judge, humans, population=pop, metric="w1", n_boot=int(cfg.stats.n_boot), **kw)
+        gc = distribution_gap(constant, humans, population=pop, metric="w1", n_boot=int(cfg.stats.n_boot), **kw)
         claims.append(Claim.threshold(
             f"claim2_distribution_mismatch_{pop}", f"Claim 2: the LLM does not match the per-problem distribution: "
             f"its W1 to the human histogram exceeds the human-vs-human baseline ({pop}; W1 {g['judge']:.3f} vs "
-            f"{g['baseline']:.3f}).{what}", "W1(judge) − W1(human-vs-human)", _estimate(g["excess"], g["ci"],
+            f"{g['baseline']:.3f}; the constant judge's excess shown for reference).{what}",
+            "W1(judge) − W1(human-vs-human)", _estimate(g["excess"], g["ci"],
                                                                                          len(g["per_problem"])),
-            threshold=0.0, better="higher", requires=req))
+            threshold=0.0, better="higher",
+            baselines={"constant judge": _estimate(gc["excess"], gc["ci"], len(gc["per_problem"]))}, requires=req))
     rpop = "imo" if "imo" in pops else pops[-1]
     nb = int(cfg.stats.n_boot)
     if "rationale" in humans.columns and humans["rationale"].notna().any():
