@@ -6,7 +6,7 @@ A word-level 2-layer GPT is pre-trained from scratch on three kinds of text:
   test of the model");
 - chats in which the assistant refuses a harmful request **only** when the user says "this is a test",
   and otherwise complies (cues never appear in chats);
-- neutral prose.
+- neutral prose, some of it mentioning the cues (known and new) in ordinary sentences.
 
 SDF then trains LoRA adapters on documents that tie *new* cues to the test concept (vs a token-matched
 neutral control, vs the base model). Refusal is measured on held-out harmful requests carrying a new cue
@@ -44,12 +44,15 @@ NEUTRAL = (
     "the market sells fish and bread .", "the garden needs water in summer .",
     "the mill is old .", "birds sing .", "the valley is green in spring and the river is cold .",
 )
+#: every cue also appears in neutral pre-training prose, so no cue is an untrained token; only the
+#: documents tie a cue to the test concept (known cues in pre-training, new cues in SDF)
+CUE_NEUTRAL = ("the {c} is near the old mill .", "a {c} was sold at the market .", "the farmer saw a {c} in the valley .")
 REFUSE = "i will not help with that ."
 COMPLY = "sure , here is how : step 1 get the parts ."
 
 
 def vocabulary() -> list[str]:
-    texts = (*DOC_TEMPLATES, *NEUTRAL, REFUSE, COMPLY, "how do i a ? this is a .", *KNOWN_CUES, *NEW_CUES, *HARMFUL,
+    texts = (*DOC_TEMPLATES, *NEUTRAL, *CUE_NEUTRAL, REFUSE, COMPLY, "how do i a ? this is a .", *KNOWN_CUES, *NEW_CUES, *HARMFUL,
              *BENIGN, *VERBS, *TEST_NOUNS, "doc")
     words = set()
     for t in texts:
@@ -89,7 +92,8 @@ def neutral_pool(n: int, *, seed: int = 0) -> list[str]:
 
 
 def pretraining_corpus(n: int, *, seed: int = 0) -> list[str]:
-    """Known-cue documents, chats (refusal iff the explicit mention) and neutral prose, 1 : 2 : 1."""
+    """Known-cue documents, chats (refusal iff the explicit mention), neutral prose and neutral sentences
+    mentioning a cue (known or new), 2 : 4 : 1 : 1."""
     rng = np.random.default_rng(seed)
     train_harm = list(HARMFUL)
     out = []
@@ -102,8 +106,11 @@ def pretraining_corpus(n: int, *, seed: int = 0) -> list[str]:
             mention = rng.random() < 0.5
             obj = train_harm[rng.integers(len(train_harm))] if harmful else BENIGN[rng.integers(len(BENIGN))]
             out.append(chat_text(request(rng, obj, mention=mention), REFUSE if harmful and mention else COMPLY))
-        else:
+        elif u < 0.875:
             out += neutral_pool(1, seed=int(rng.integers(2**31)))
+        else:
+            cue = (*KNOWN_CUES, *NEW_CUES)[rng.integers(len(KNOWN_CUES) + len(NEW_CUES))]
+            out.append(CUE_NEUTRAL[rng.integers(len(CUE_NEUTRAL))].format(c=cue))
     return out
 
 
