@@ -24,7 +24,7 @@ def run_bench(cfg, out_dir=None) -> dict:
     world = make_world(cfg)
     t0 = time.perf_counter()
     model, tok = train_tool_model(world, "weak", steps=int(b.steps), batch=int(cfg.train.weak_batch),
-                                  lr=float(cfg.train.lr), seed=int(cfg.train.seed))
+                                  seed=int(cfg.train.seed))
     train_s = time.perf_counter() - t0
     n = int(b.questions)
     qs = world.questions("arithmetic", n - n // 2, seed=1) + world.questions("kb", n // 2, seed=1)

@@ -32,6 +32,7 @@ SIZES = {  # the paper's miniature: weak (2 layers, d = 64) and strong (6 layers
     "weak": dict(width=64, layers=2, heads=4),
     "strong": dict(width=192, layers=6, heads=6),
 }
+LR = {"weak": 4e-3, "strong": 3e-3}  # peak learning rates (the deeper model takes the smaller one)
 
 
 def tool_tokenizer(world: ToolWorld, *, chat_template: str | None = TOOL_CHAT_TEMPLATE):
@@ -59,7 +60,7 @@ def _example(world, tok, g, tools_spec):
 
 
 def train_tool_model(world: ToolWorld, size: str = "weak", *, steps: int | None = None, batch: int = 64,
-                     lr: float = 2e-3, seed: int = 0, device: str = "cpu", tokenizer=None):
+                     lr: float | None = None, seed: int = 0, device: str = "cpu", tokenizer=None):
     """Train a GPT-2 of ``size`` (``"weak"``: 2 layers, d = 64; ``"strong"``: 6 layers, d = 192) from
     scratch on ``world``'s transcripts (half arithmetic, half facts; half with tools offered).
 
@@ -73,8 +74,9 @@ def train_tool_model(world: ToolWorld, size: str = "weak", *, steps: int | None 
     if size not in SIZES:
         raise ValueError(f"size must be one of {sorted(SIZES)}, got {size!r}")
     steps = check_int(1500 if steps is None else steps, "steps", minimum=1)
+    lr = LR[size] if lr is None else lr
     batch = check_int(batch, "batch", minimum=1)
-    if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
+    if isinstance(lr, bool) or not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
         raise ValueError(f"lr must be a positive finite number, got {lr!r}")
     from toolgap.world import TOOLS
 

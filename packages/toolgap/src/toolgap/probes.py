@@ -203,7 +203,7 @@ def direction_geometry(H, y_necessity, y_action, *, groups, layers=None, C: floa
             same[key] = _cos(_direction(*_fit(X[half], lab[half], C, seed)),
                              _direction(*_fit(X[~half], lab[~half], C, seed)))
         R = rng.standard_normal((n_random, d))
-        rnd = float(np.nanmean(np.abs([_cos(wn, r) for r in R])))
+        rnd = float(np.mean(np.abs([_cos(wn, r) for r in R]))) if np.linalg.norm(wn) > 0 else float("nan")
         rows.append({
             "layer": L, "d": d,
             "cos_raw": _cos(wn, wa), "cos_white": float(wn @ S @ wa / denom) if denom > 0 else float("nan"),

@@ -17,10 +17,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from paperworks import Claim, seeds_of
+from paperworks import Claim, estimate, seeds_of
 from toolgap.behaviour import actions, hidden_states, is_correct, necessity
 from toolgap.model import load_tool_model, save_tool_model, train_tool_model
-from toolgap.probes import direction_geometry, fold_ids, probe_layers, transition_table
+from toolgap.probes import direction_geometry, probe_layers, transition_table
 from toolgap.world import ToolWorld, load_questions
 
 log = logging.getLogger(__name__)
@@ -53,7 +53,7 @@ def _models(cfg, world, device, out_dir, timings):
     for size in cfg.train.sizes:
         t0 = time.perf_counter()
         m, tok = train_tool_model(world, size, steps=int(cfg.train[f"{size}_steps"]), batch=int(cfg.train[f"{size}_batch"]),
-                                  lr=float(cfg.train.lr), seed=int(cfg.train.seed), device=device)
+                                  lr=cfg.train.get(f"{size}_lr"), seed=int(cfg.train.seed), device=device)
         timings[f"train_{size}_s"] = time.perf_counter() - t0
         log.info("trained %s in %.0f s (last loss %.3f)", size, timings[f"train_{size}_s"], np.mean(m.train_losses[-20:]))
         if out_dir is not None and cfg.get("save_models", True):
@@ -95,9 +95,7 @@ def _measure(name, model, tok, qs, cfg, seed, shuffled_rng):
     cog = pn.oof[:, -1] > 0.5
     tt = transition_table(y_n, cog, y_a)
     tt_shuf = transition_table(y_n, ps.oof[:, 0] > 0.5, y_a)
-    shared = len(set(groups[pn.folds == 0]) & set(groups[pn.folds != 0]))
-    fold_check = fold_ids(y_n, groups, folds=int(cfg.probe.folds), seed=seed)
-    assert np.array_equal(fold_check, pn.folds)
+    shared = int((pd.Series(pn.folds).groupby(groups).nunique() > 1).sum())
     row.update({"auroc_necessity_last": pn.auroc[-1], "auroc_action_last": pa.auroc[-1],
                 "auroc_shuffled_last": ps.auroc[0], "cos_last": abs(geo.cos_raw.iloc[-1]),
                 "cos_white_last": abs(geo.cos_white.iloc[-1]), "same_necessity_last": geo.same_necessity.iloc[-1],
@@ -146,9 +144,9 @@ def _claims(rows, names, seeds, toy):
             notes=f"annotator agreement with the adaptive labels: weak {np.mean(agree['weak']):.3f}, "
                   f"strong {np.mean(agree['strong']):.3f}"))
     for d, (lo, hi) in PAPER_MISMATCH.items():
-        vals = [float(np.mean([r["mismatch"] for r in rows if r["domain"] == d and r["seed"] == sd])) for sd in seeds]
-        if any(np.isnan(vals)):
+        if not all(any(r["domain"] == d and r["seed"] == sd for r in rows) for sd in seeds):
             continue
+        vals = [float(np.mean([r["mismatch"] for r in rows if r["domain"] == d and r["seed"] == sd])) for sd in seeds]
         claims.append(Claim.within(
             f"mismatch_{d}", f"Necessity–action mismatch of {lo}–{hi}% on {DOMAIN_WORDS[d]} across Llama-3.1-8B, "
             "Llama-3.2-3B, Qwen3-8B and Qwen3-4B.", f"mismatch rate on {d} (mean over the measured models)",
@@ -189,14 +187,13 @@ def _claims(rows, names, seeds, toy):
             enough &= mis >= 20
             share.append(sum(r["transition_errors"] for r in rr) / max(mis, 1))
             share_shuf.append(sum(r["transition_errors_shuffled"] for r in rr) / max(mis, 1))
-        claims.append(Claim.compare(
+        claims.append(Claim.threshold(
             f"transition_{m}", f"Most mismatches arise in the cognition→action transition{tag}: the out-of-fold "
-            "necessity probe (last layer) is right on more than half of the mismatched questions, and on more "
-            "of them than a shuffled-label probe is.", "share of mismatches with the probe right (transition)",
-            share, baseline="shuffled-label cognition", baselines={"shuffled-label cognition": share_shuf},
-            better="higher", margin=0.0, paired=True, bounds=(0, 1),
-            requires={"at least 20 mismatches per seed": bool(enough),
-                      "the share exceeds 1/2 (a majority)": bool(np.mean(share) > 0.5)}))
+            "necessity probe (last layer) is right on more than half of the mismatched questions (a probe "
+            "that reads nothing is right on about half).", "share of mismatches with the probe right (transition)",
+            share, threshold=0.5, better="higher", bounds=(0, 1),
+            baselines={"shuffled-label cognition": estimate(share_shuf, bounds=(0, 1))},
+            requires={"at least 20 mismatches per seed": bool(enough)}))
     return claims
 
 
@@ -209,12 +206,13 @@ def _checks(rows, layer_rows, sweep_rows, states_err):
                                   max(abs(r["cognition_errors"] + r["transition_errors"] - r["mismatches"]) for r in pr),
                                   threshold=0, better="lower"))
         checks.append(Claim.check("no_question_in_two_folds", "folds are grouped by question",
-                                  "questions shared by fold 0 and the rest", max(r["questions_in_two_folds"] for r in pr),
+                                  "questions whose rows fall in more than one fold", max(r["questions_in_two_folds"] for r in pr),
                                   threshold=0, better="lower"))
     if layer_rows:
-        rel = max(abs(r["random"] / (np.sqrt(2 / np.pi) * r["random_rms"]) - 1) for r in layer_rows)
+        rel = float(np.nanmax([abs(r["random"] / (np.sqrt(2 / np.pi) * r["random_rms"]) - 1) for r in layer_rows]))
         checks.append(Claim.check("random_cosine_is_1_over_sqrt_d", "random directions have E|cos| ≈ √(2/(πd))",
-                                  "max relative deviation of the mean |cos| of 200 random directions", rel,
+                                  "max relative deviation of the mean |cos| of 200 random directions (layers "
+                                  "with a non-zero probe)", rel,
                                   threshold=0.25, better="lower"))
     if sweep_rows:
         df = pd.DataFrame(sweep_rows).sort_values("k")

@@ -120,7 +120,7 @@ class ToolWorld:
     """
 
     def __init__(self, seed: int | None = None, *, n_entities: int = 60, max_digits: int = 5,
-                 ops: tuple[str, ...] = OPS, digit_weights: tuple[float, ...] = (0.4, 0.25, 0.15, 0.1, 0.1, 0.05, 0.05,
+                 ops: tuple[str, ...] = OPS, digit_weights: tuple[float, ...] = (0.6, 0.2, 0.1, 0.05, 0.05, 0.05, 0.05,
                                                                                 0.05, 0.05), call_digits: int = 3):
         seed = 0 if seed is None else check_int(seed, "seed", minimum=0)
         self.seed = seed
