@@ -17,5 +17,5 @@ def test_smoke_cli_writes_results(tmp_path):
 
 def test_smoke_without_matplotlib_writes_results_and_no_plots(tmp_path, monkeypatch):
     doc = smoke_without_matplotlib("driftbench", run, monkeypatch, tmp_path,
-                                   overrides=("experiment=smoke", "judges.enabled=false", "plumbing.openai=false"))
+                                   overrides=("experiment=smoke", "judges.enabled=false", "n_briefs=2", "bootstrap=100"))
     assert doc["experiment"] == "smoke"
