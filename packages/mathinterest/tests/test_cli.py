@@ -25,12 +25,12 @@ def test_users_ratings_and_saved_model_without_matplotlib(tmp_path, study, tiny,
         f.write("s000,crowd,zz,8,\n")  # off the scale: skipped and counted
     study.problems()[["problem_id", "text"]].to_csv(tmp_path / "problems.csv", index=False)
     over = ("experiment=smoke", f"data.ratings={tmp_path / 'ratings.csv'}", f"data.problems={tmp_path / 'problems.csv'}",
-            "rater.kind=hf", f"rater.model={tmp_path / 'model'}")
+            "rater=hf", f"rater.model={tmp_path / 'model'}")
     doc = smoke_without_matplotlib("mathinterest", run, monkeypatch, tmp_path / "out", overrides=over)
     assert doc["experiment"] == "smoke"
     assert doc["extra"]["skipped_rows"] == 1
     c1 = next(c for c in doc["claims"] if c["id"] == "claim1_rho_positive_imo")
     met = {r["what"]: r["met"] for r in c1["rule"]["requires"]}
-    assert met["real human ratings supplied (data.ratings=)"] and met["a real LLM rater (rater.kind=hf|openai)"]
+    assert met["real human ratings supplied (data.ratings=)"] and met["a real LLM rater (rater=hf|openai)"]
     c5 = next(c for c in doc["claims"] if c["id"] == "claim5_generated_engaging")
     assert c5["verdict"] == "inconclusive"  # no LLM-generated problems supplied (data.generated=)

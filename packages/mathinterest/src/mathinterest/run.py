@@ -4,7 +4,7 @@ Part A (simulated, every number labelled so): on :class:`SimulatedStudy` the sta
 judges with known pathologies (J1 point mass, J2 over-dispersed, J3 persona ensemble, J4 random
 rationales) from people and from simple reference judges, seed by seed.
 
-Part B (the paper's claims 1-5): a rater (a random tiny GPT-2 offline; ``rater.kind=hf|openai`` with
+Part B (the paper's claims 1-5): a rater (a random tiny GPT-2 offline; ``rater=hf|openai`` with
 ``data.ratings=`` and ``data.problems=`` for real data) rates the problems; the claims are computed
 from its numbers but stay ``inconclusive`` (``requires``) unless real human ratings and a real model
 were supplied. Checks: identities of the plumbing (rows sum to 1, the endpoint stub round trip, W1
@@ -151,7 +151,7 @@ def build_rater(cfg, texts, persona=None, stub_url=None):
         from paperworks.lm import load_local
 
         if not rc.model:
-            raise ValueError("rater.model=PATH (a local Hugging Face model folder) is needed with rater.kind=hf")
+            raise ValueError("rater.model=PATH (a local Hugging Face model folder) is needed with rater=hf")
         model, tok = load_local(rc.model)
         model = model.to(cfg.get("device", "cpu") or "cpu")
         if tok is None:
@@ -160,7 +160,7 @@ def build_rater(cfg, texts, persona=None, stub_url=None):
         return HFRater(model, tok, labels=labels, **common)
     if rc.kind == "openai":
         if not rc.model:
-            raise ValueError("rater.model=NAME is needed with rater.kind=openai")
+            raise ValueError("rater.model=NAME is needed with rater=openai")
         return OpenAIRater(str(rc.model), base_url=rc.base_url, api_key_env=rc.api_key_env,
                            concurrency=int(rc.concurrency), **common)
     raise ValueError(f"rater.kind must be tiny, stub, hf or openai, got {rc.kind!r}")
@@ -196,10 +196,10 @@ def paper_claims(cfg, seed: int, stub_url=None) -> tuple[list[Claim], dict, pd.D
     vocab = [*problems["text"], *(p["text"] for p in gen)]  # the tiny model's word list (unused otherwise)
     judge = judge_frame(cfg, problems, pops, vocab, stub_url)
     real_model = cfg.rater.kind in ("hf", "openai")
-    req = {"real human ratings supplied (data.ratings=)": real, "a real LLM rater (rater.kind=hf|openai)": real_model}
+    req = {"real human ratings supplied (data.ratings=)": real, "a real LLM rater (rater=hf|openai)": real_model}
     who = {"tiny": "a random tiny GPT-2", "stub": "the loopback stub endpoint"}.get(str(cfg.rater.kind), "the rater")
     what = "" if real and real_model else (f" [offline: {who} on {'your' if real else 'simulated'} ratings — plumbing "
-                                           "only; the verdict needs data.ratings= and rater.kind=hf|openai]")
+                                           "only; the verdict needs data.ratings= and rater=hf|openai]")
     claims, info = [], {"skipped_rows": int(humans.attrs.get("skipped", 0))}
     kw = {"n_splits": int(cfg.stats.n_splits), "seed": seed}
     length, constant = length_judge(problems), constant_judge(humans)
@@ -253,7 +253,7 @@ def paper_claims(cfg, seed: int, stub_url=None) -> tuple[list[Claim], dict, pd.D
             "" if llm_gen and real_model else f" [offline: templated problems rated by {who}]"),
         "mean expected rating (1-7)", t_ci(rated["expected"].to_numpy()), threshold=4.0, better="higher",
         requires={"LLM-generated problems supplied (data.generated=)": llm_gen,
-                  "a real LLM rater (rater.kind=hf|openai)": real_model}))
+                  "a real LLM rater (rater=hf|openai)": real_model}))
     planted = np.array([bool(p.get("planted_wrong", False)) for p in gen])
     info.update({"generated": len(gen), "valid": len(valid),
                  "filter_errors": int(np.sum(planted == np.array([ok for ok, _ in verdicts]))) if not llm_gen else None})
