@@ -38,6 +38,7 @@ def test_http_errors_and_timeouts_are_retried_then_reported(plan_server, briefs)
         run(chat, briefs[:1], conditions=["single_shot"])
 
 
+@pytest.mark.slow  # transformers' import alone is ~8 s on a loaded machine; the paper run checks the same plumbing
 def test_hfchat_tiny_gpt2_runs_offline_and_reloads(tiny_hf, briefs, tmp_path):
     model, tok = tiny_hf
     hf = HFChat(model, tok, max_new_tokens=6)
