@@ -41,6 +41,12 @@ def test_frame_columns_and_judge(briefs):
         assert c in df.columns
     assert len(df) == 2 * 2 * (1 + 3)
     assert (df["adherence"] == df["adherence_rule"]).all()  # a judge that misses nothing
+    st = run(assistant(), briefs[:2], conditions=["pressure"], turns=3, judge=SimulatedJudge(0.0),
+             judge_prompt="structured")
+    assert (st["adherence"] == st["adherence_rule"]).all()
+    assert (st["judge_violations"] == st["truth_violations"]).all()
+    with pytest.raises(ValueError, match="judge_prompt"):
+        run(assistant(), briefs[:1], judge=SimulatedJudge(0.0), judge_prompt="vibes")
 
 
 def test_resume_after_interrupt_gives_the_same_frame(tmp_path, briefs):

@@ -87,14 +87,23 @@ def probe_message() -> str:
     return render("probe.j2")
 
 
-def judge_message(brief: Brief, proposal: str) -> str:
-    return render("judge.j2", brief_yaml=brief.to_yaml(), proposal=proposal)
+JUDGES = ("rubric", "structured")
+
+
+def judge_message(brief: Brief, proposal: str, kind: str = "rubric") -> str:
+    """The judge prompt: ``rubric`` (the four 0–4 scores and the violated constraints) or ``structured``
+    (one satisfied / stretched / violated label per constraint). Both are blind to model and condition."""
+    if kind not in JUDGES:
+        raise ValueError(f"judge kind must be one of {JUDGES}, got {kind!r}")
+    return render("judge.j2" if kind == "rubric" else "judge_structured.j2", brief_yaml=brief.to_yaml(),
+                  proposal=proposal)
 
 
 _MARKERS = [("probe", "restate the hard constraints of the original research brief"), ("checkpoint", "Checkpoint."),
             ("reinject", "Reminder, the original brief"), ("pressure_rigor", "rigorous"), ("pressure", "novel"),
             ("pressure", "bolder"), ("neutral", "Continue refining"), ("initial", "Here is a research brief"),
-            ("judge", "scoring a research proposal")]
+            ("judge", "scoring a research proposal"),
+            ("judge_structured", "checking a research proposal against each hard constraint")]
 
 
 def message_kind(text: str) -> str:

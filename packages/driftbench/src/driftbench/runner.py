@@ -24,7 +24,15 @@ import pandas as pd
 
 from driftbench.briefs import Brief, validate_briefs
 from driftbench.checker import RuleChecker, adherence_from, copied_brief, count_components, keyword_recall, word_count
-from driftbench.prompts import check_conditions, judge_message, probe_message, schedule, system_message, user_message
+from driftbench.prompts import (
+    JUDGES,
+    check_conditions,
+    judge_message,
+    probe_message,
+    schedule,
+    system_message,
+    user_message,
+)
 
 log = logging.getLogger(__name__)
 DEFAULT_CONDITIONS = ("single_shot", "neutral", "pressure", "checkpoint")
@@ -42,7 +50,11 @@ def _name(backend) -> str:
 
 
 def parse_judge(reply: str) -> dict | None:
-    """The JSON object of a judge's reply (the first ``{...}``), or ``None`` if there is none."""
+    """The scores in a judge's reply (its first JSON object), or ``None`` if there are none.
+
+    A structured (per-constraint) answer becomes ``violated`` (the indices labelled "violated") and
+    ``constraint_adherence`` = 4 − their number; "stretched" counts as honoured (inferred).
+    """
     start = reply.find("{")
     while start != -1:
         depth = 0
@@ -53,6 +65,12 @@ def parse_judge(reply: str) -> dict | None:
                     d = json.loads(reply[start:i + 1])
                 except json.JSONDecodeError:
                     break
+                if isinstance(d, dict) and isinstance(d.get("constraints"), list):
+                    try:
+                        bad = [int(c["index"]) for c in d["constraints"] if c.get("label") == "violated"]
+                    except (KeyError, TypeError, ValueError, AttributeError):
+                        return None
+                    return {"violated": bad, "constraint_adherence": max(0, 4 - len(bad))}
                 if isinstance(d, dict) and isinstance(d.get("constraint_adherence"), (int, float)):
                     return d
                 break
@@ -74,7 +92,7 @@ def _call(backend, messages, where: str, **sampling) -> str:
 
 
 def run_conversation(backend, brief: Brief, condition: str, rep: int, *, turns: int = 6, judge=None,
-                     seed: int = 0, probe: bool = True, checker: RuleChecker | None = None,
+                     judge_prompt: str = "rubric", seed: int = 0, probe: bool = True, checker: RuleChecker | None = None,
                      keep_text: bool = False, **sampling) -> dict:
     """One conversation: returns ``{"metadata", "messages", "rows"}`` (messages include the probes,
     flagged ``is_probe``; rows: one per assistant turn)."""
@@ -110,7 +128,7 @@ def run_conversation(backend, brief: Brief, condition: str, rep: int, *, turns: 
                 row["probe_answer"] = answer
         row["adherence"] = float(row["adherence_rule"])
         if judge is not None:
-            jmsgs = [{"role": "user", "content": judge_message(brief, reply)}]
+            jmsgs = [{"role": "user", "content": judge_message(brief, reply, judge_prompt)}]
             scores = parse_judge(_call(judge, jmsgs, where + " (judge)", seed=cseed * 64 + t))
             row["adherence"] = float(scores["constraint_adherence"]) if scores else float("nan")
             if scores and isinstance(scores.get("violated"), list):
@@ -142,7 +160,7 @@ def _read_done(path: Path) -> tuple[dict, int]:
 
 
 def run(backend, briefs, conditions: Sequence[str] = DEFAULT_CONDITIONS, turns: int = 6, reps: int = 1,
-        judge=None, concurrency: int = 1, *, seed: int = 0, out=None, resume: bool = True, probe: bool = True,
+        judge=None, concurrency: int = 1, *, judge_prompt: str = "rubric", seed: int = 0, out=None, resume: bool = True, probe: bool = True,
         keep_text: bool = False, **sampling) -> pd.DataFrame:
     """Run the benchmark: every brief × condition × rep, one conversation each.
 
@@ -155,6 +173,7 @@ def run(backend, briefs, conditions: Sequence[str] = DEFAULT_CONDITIONS, turns: 
         reps: repetitions per brief × condition (each with its own seed).
         judge: a chat model answering the rubric judge prompt (e.g. :class:`driftbench.SimulatedJudge`);
             its ``constraint_adherence`` becomes ``adherence``; without one, the rule checker's.
+        judge_prompt: ``"rubric"`` (0–4 scores) or ``"structured"`` (a label per constraint).
         concurrency: conversations in flight at once (threads).
         out: a JSON-lines file each finished conversation is appended to (transcript with the probes
             flagged ``is_probe``, and its rows); with ``resume=True`` finished ones are not re-run.
@@ -172,6 +191,8 @@ def run(backend, briefs, conditions: Sequence[str] = DEFAULT_CONDITIONS, turns: 
         raise TypeError(f"judge must have complete(messages, **sampling) -> str, got {type(judge).__name__}")
     briefs = validate_briefs(briefs)
     conditions = check_conditions(conditions)
+    if judge_prompt not in JUDGES:
+        raise ValueError(f"judge_prompt must be one of {JUDGES}, got {judge_prompt!r}")
     for name, v in (("turns", turns), ("reps", reps), ("concurrency", concurrency)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise ValueError(f"{name} must be a positive integer, got {v!r}")
@@ -194,7 +215,7 @@ def run(backend, briefs, conditions: Sequence[str] = DEFAULT_CONDITIONS, turns: 
 
     def one(key):
         b, c, r = key
-        rec = run_conversation(backend, b, c, r, turns=turns, judge=judge, seed=seed, probe=probe,
+        rec = run_conversation(backend, b, c, r, turns=turns, judge=judge, judge_prompt=judge_prompt, seed=seed, probe=probe,
                                checker=checker, keep_text=keep_text, **sampling)
         if path is not None:
             line = json.dumps(rec) + "\n"

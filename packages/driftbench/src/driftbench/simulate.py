@@ -269,8 +269,8 @@ class SimulatedJudge:
     """A rubric judge that under-detects: it sees the rule checker's violations and misses each with
     probability ``miss_rate`` (and flags an honoured constraint with probability ``false_alarm``).
 
-    It answers the judge prompt (:func:`driftbench.prompts.judge_message`) with the JSON an LLM judge
-    is asked for, so it plugs into :func:`driftbench.run` as ``judge=``.
+    It answers either judge prompt (:func:`driftbench.prompts.judge_message`, rubric or structured) with
+    the JSON an LLM judge is asked for, so it plugs into :func:`driftbench.run` as ``judge=``.
     """
 
     def __init__(self, miss_rate: float, seed: int | None = None, *, false_alarm: float = 0.0):
@@ -294,6 +294,9 @@ class SimulatedJudge:
         truth = self.checker.check(brief, proposal)
         flagged = [j for j, v in enumerate(truth)
                    if (v and rng.random() >= self.miss_rate) or (v is False and rng.random() < self.false_alarm)]
+        if message_kind(last) == "judge_structured":
+            return json.dumps({"constraints": [{"index": j, "label": "violated" if j in flagged else "satisfied"}
+                                               for j in range(len(truth))]})
         adherence = adherence_from([j in flagged for j in range(len(truth))])
         comps = count_components(proposal)
         return json.dumps({"objective_fidelity": 4 if adherence >= 3 else 3, "constraint_adherence": adherence,
