@@ -113,7 +113,7 @@ class SyntheticLanguages:
 
 def split_corpora(langs: SyntheticLanguages, *, n_teacher: int, share_b: float, n_transfer: int, n_eval: int,
                   seed: int) -> dict:
-    """Teacher data (A/B mix), B transfer data and held-out B evaluation text, pairwise disjoint.
+    """Teacher data (A/B mix), B transfer data, held-out B evaluation and validation text, pairwise disjoint.
 
     Lines of the transfer and evaluation sets that also occur in the teacher's data (or in each
     other) are dropped and counted, so the held-out B text never reaches the teacher.
@@ -127,8 +127,10 @@ def split_corpora(langs: SyntheticLanguages, *, n_teacher: int, share_b: float, 
     transfer = [t for t in langs.sample("B", n_transfer, seed=seed + 2) if t not in seen]
     seen |= set(transfer)
     held = [t for t in langs.sample("B", n_eval, seed=seed + 3) if t not in seen]
-    dropped = (n_transfer - len(transfer)) + (n_eval - len(held))
-    return {"teacher": teacher, "transfer": transfer, "eval": held, "dropped_duplicates": dropped}
+    seen |= set(held)
+    val = [t for t in langs.sample("B", n_eval, seed=seed + 4) if t not in seen]
+    dropped = (n_transfer - len(transfer)) + 2 * n_eval - len(held) - len(val)
+    return {"teacher": teacher, "transfer": transfer, "eval": held, "val": val, "dropped_duplicates": dropped}
 
 
 def read_lines(path, *, min_chars: int = 1) -> tuple[list[str], dict]:

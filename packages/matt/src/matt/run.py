@@ -35,6 +35,42 @@ def _arms(cfg, n_layers: int) -> dict:
     return arms
 
 
+def _lr_arm(arm: str) -> str:
+    """Whose tuned learning rate an arm uses: the MATT variants MATT's, the 5x reference FOCUS+LM's."""
+    return "MATT" if arm.startswith("MATT") else arm
+
+
+def _tune_lr(cfg, arms, w, common) -> dict:
+    """Per arm, the learning rate (AIM and LM phases) of ``cfg.lr_grid`` with the lowest validation BPB.
+
+    Tuned once per arm at the budget on a validation split disjoint from the held-out text, with a
+    tuning seed outside the evaluation seeds; the same grid for every arm.
+    """
+    from matt.transfer import bits_per_byte, transfer
+
+    grid = [float(x) for x in cfg.lr_grid]
+    budget = int(cfg.budget)
+    out, table = {}, {}
+    for arm, kw in arms.items():
+        name = _lr_arm(arm)
+        if name in out or (arm != "LM-only-5x" and name != arm):
+            continue
+        kw = dict(kw, lm_steps=budget - kw.get("aim_steps", 0)) if arm == "LM-only-5x" else kw
+        scores = {}
+        for lr in grid:
+            m, _ = transfer(w["teacher_model"], w["tok_a"], w["tok_b"], w["transfer"], seed=int(cfg.tune_seed),
+                            lr=lr, **common, **kw)
+            scores[lr] = bits_per_byte(m, w["tok_b"], w["val"])
+        best = min(scores, key=scores.get)
+        if len(grid) > 1 and best in (grid[0], grid[-1]):
+            log.warning("%s: the best learning rate %g is on the edge of the grid %s", arm, best, grid)
+        out[name], table[name] = best, scores
+        log.info("lr for %-10s %g (validation BPB %s)", name, best, {k: round(v, 4) for k, v in scores.items()})
+    out = {("FOCUS+LM" if k == "LM-only-5x" else k): v for k, v in out.items()}
+    out["LM-only-5x"] = out["FOCUS+LM"]
+    return out
+
+
 def _vals(rows, arm, key):
     sel = sorted((r for r in rows if r["arm"] == arm), key=lambda r: r["seed"])
     return [r[key] for r in sel]
@@ -107,7 +143,8 @@ def run(cfg, out_dir: Path | None = None) -> dict:
     budget, every = int(cfg.budget), int(cfg.eval_every)
     if budget % every:
         raise ValueError(f"budget ({budget}) must be a multiple of eval_every ({every})")
-    common = dict(lr=float(cfg.lr), batch_size=int(cfg.batch_size), warmup=int(cfg.warmup))
+    common = dict(batch_size=int(cfg.batch_size), warmup=int(cfg.warmup))
+    lrs = _tune_lr(cfg, arms, w, common)
     rows, curves = [], []
     for seed in seeds:
         rand0, _ = transfer(teacher, ta, tb, texts, init="random", aim_steps=0, lm_steps=0, seed=seed)
@@ -125,7 +162,7 @@ def run(cfg, out_dir: Path | None = None) -> dict:
                                  "bpb": bits_per_byte(info["model"], tb, ev)})
 
             t1 = time.perf_counter()
-            transfer(teacher, ta, tb, texts, seed=seed, callback=cb, **common, **kw)
+            transfer(teacher, ta, tb, texts, seed=seed, callback=cb, lr=lrs[_lr_arm(arm)], **common, **kw)
             wall = time.perf_counter() - t1
             for name in ([arm] if arm != "LM-only-5x" else ["LM-only-5x", "FOCUS+LM"]):
                 rows.append({"arm": name, "seed": seed, "wall_s": wall, "bpb_untrained_random": bpb_untrained,
@@ -162,7 +199,7 @@ def run(cfg, out_dir: Path | None = None) -> dict:
                               better="lower"))
     extra = {"bpb_teacher": bpb_teacher, "identical_segment_share": share, "fragmentation_ta_over_tb": frag,
              "teacher": w["teacher_info"], "n_lines": {k: len(w[k]) for k in ("teacher", "transfer", "eval")},
-             "data_report": w["data_report"], "curves": curves, "setup_s": t_setup}
+             "data_report": w["data_report"], "curves": curves, "setup_s": t_setup, "lr": lrs}
 
     def plots(out_dir):
         from matt.plot import plot_curves, plot_depth
@@ -180,7 +217,8 @@ def _claims(rows, cfg, L) -> list:
     matt_rec = _vals(rows, "MATT", "recovery")
     heur = {b: _vals(rows, b, "bpb") for b in ("FOCUS+LM", "FVT+LM", "random+LM")}
     wall_m, wall_f = np.mean(_vals(rows, "MATT", "train_s")), np.mean(_vals(rows, "FOCUS+LM", "train_s"))
-    equal = bool(wall_m <= 1.05 * wall_f)
+    # identical work (the FOCUS+LM prefix) varies by about ±20% between runs on this shared machine
+    equal = bool(wall_m <= float(cfg.wall_tolerance) * wall_f)
     teacher_better = bool(all(r["bpb_random"] > r["bpb_teacher"] for r in rows))
     claims = [
         Claim.threshold(
@@ -196,7 +234,8 @@ def _claims(rows, cfg, L) -> list:
             "aim_beats_heuristics", "At equal compute MATT ends with lower held-out-B bits per byte than FOCUS-lite, "
             "FVT and random initialisation followed by LM training.", "BPB on held-out B at the end of the budget",
             _vals(rows, "MATT", "bpb"), baselines=heur, better="lower", paired=True,
-            requires={"MATT's training wall time is at most 1.05x FOCUS+LM's (equal compute)": equal},
+            requires={f"MATT's training wall time is at most {float(cfg.wall_tolerance):g}x FOCUS+LM's (equal compute; "
+                      "AIM's teacher-target computation is counted)": equal},
             notes=f"MATT train {wall_m:.1f}s vs FOCUS+LM {wall_f:.1f}s (mean over seeds)."),
     ]
     m5 = [r["steps_to_half"] for r in rows if r["arm"] == "MATT"]

@@ -23,7 +23,7 @@ def build(cfg) -> dict:
         seen = set(corp["teacher"])
         lines = [x for x in dict.fromkeys(lines) if x not in seen]
         n_eval = max(1, len(lines) // 10)
-        corp["eval"], corp["transfer"] = lines[:n_eval], lines[n_eval:]
+        corp["eval"], corp["val"], corp["transfer"] = lines[:n_eval], lines[n_eval:2 * n_eval], lines[2 * n_eval:]
         if not corp["transfer"]:
             raise ValueError(f"data.path: {d.path} has too few distinct lines to split into transfer and held-out")
     out = {"langs": langs, **corp, "data_report": report}
