@@ -5,7 +5,8 @@ from paperworks.testing import run_cli, smoke_without_matplotlib
 
 
 def test_smoke_cli_writes_results(tmp_path):
-    doc = run_cli("matt", tmp_path / "run")
+    # the installed script on a trimmed smoke (the full smoke runs in-process below)
+    doc = run_cli("matt", tmp_path / "run", "experiment=smoke", "lr_grid=[0.003]", "depths=[1]", "check_lines=5")
     assert doc["package"] == "matt" and doc["experiment"] == "smoke"
     ids = {c["id"] for c in doc["claims"]}
     assert {"recovery_large", "aim_beats_heuristics", "aim_fewer_steps_to_half"} <= ids

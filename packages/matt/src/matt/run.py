@@ -56,19 +56,25 @@ def _tune_lr(cfg, arms, w, common) -> dict:
         if name in out or (arm != "LM-only-5x" and name != arm):
             continue
         kw = dict(kw, lm_steps=budget - kw.get("aim_steps", 0)) if arm == "LM-only-5x" else kw
-        scores = {}
-        for lr in grid:
-            m, _ = transfer(w["teacher_model"], w["tok_a"], w["tok_b"], w["transfer"], seed=int(cfg.tune_seed),
-                            lr=lr, **common, **kw)
-            scores[lr] = bits_per_byte(m, w["tok_b"], w["val"])
-        best = min(scores, key=scores.get)
-        if len(grid) > 1 and best in (grid[0], grid[-1]):
-            log.warning("%s: the best learning rate %g is on the edge of the grid %s", arm, best, grid)
+        scores, points = {}, sorted(grid)
+        for _ in range(3):  # a best value on the grid's edge extends the grid (at most twice)
+            for lr in points:
+                if lr not in scores:
+                    m, _ = transfer(w["teacher_model"], w["tok_a"], w["tok_b"], w["transfer"],
+                                    seed=int(cfg.tune_seed), lr=lr, **common, **kw)
+                    scores[lr] = bits_per_byte(m, w["tok_b"], w["val"])
+            best = min(scores, key=scores.get)
+            pts = sorted(scores)
+            if len(pts) < 2 or pts[0] < best < pts[-1]:
+                break
+            ratio = pts[1] / pts[0]
+            points = [best / ratio] if best == pts[0] else [best * ratio]
+            log.info("%s: best learning rate %g on the grid's edge; extending to %g", arm, best, points[0])
         out[name], table[name] = best, scores
         log.info("lr for %-10s %g (validation BPB %s)", name, best, {k: round(v, 4) for k, v in scores.items()})
     out = {("FOCUS+LM" if k == "LM-only-5x" else k): v for k, v in out.items()}
     out["LM-only-5x"] = out["FOCUS+LM"]
-    return out
+    return out, {k: {f"{lr:g}": v for lr, v in sc.items()} for k, sc in table.items()}
 
 
 def _vals(rows, arm, key):
@@ -144,7 +150,7 @@ def run(cfg, out_dir: Path | None = None) -> dict:
     if budget % every:
         raise ValueError(f"budget ({budget}) must be a multiple of eval_every ({every})")
     common = dict(batch_size=int(cfg.batch_size), warmup=int(cfg.warmup))
-    lrs = _tune_lr(cfg, arms, w, common)
+    lrs, lr_scores = _tune_lr(cfg, arms, w, common)
     rows, curves = [], []
     for seed in seeds:
         rand0, _ = transfer(teacher, ta, tb, texts, init="random", aim_steps=0, lm_steps=0, seed=seed)
@@ -199,7 +205,8 @@ def run(cfg, out_dir: Path | None = None) -> dict:
                               better="lower"))
     extra = {"bpb_teacher": bpb_teacher, "identical_segment_share": share, "fragmentation_ta_over_tb": frag,
              "teacher": w["teacher_info"], "n_lines": {k: len(w[k]) for k in ("teacher", "transfer", "eval")},
-             "data_report": w["data_report"], "curves": curves, "setup_s": t_setup, "lr": lrs}
+             "data_report": w["data_report"], "curves": curves, "setup_s": t_setup, "lr": lrs,
+             "lr_validation_bpb": lr_scores}
 
     def plots(out_dir):
         from matt.plot import plot_curves, plot_depth
