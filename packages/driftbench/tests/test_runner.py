@@ -76,6 +76,8 @@ def test_resume_after_interrupt_gives_the_same_frame(tmp_path, briefs):
     assert resumed.drop(columns="model").equals(full.drop(columns="model"))
     recs = [json.loads(x) for x in out.read_text().splitlines()]
     assert len(recs) == 12 and all(any(m.get("is_probe") for m in r["messages"]) for r in recs)
+    with pytest.raises(ValueError, match="turns=\\[3\\], not 4"):
+        run(a, briefs[:3], conditions=["neutral", "pressure"], turns=4, reps=2, out=out)
 
 
 def test_concurrency_gives_identical_results(briefs):

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-RUN_KEYS = ("model", "brief_id", "condition", "rep")
+RUN_KEYS = ("model", "brief_id", "condition", "rep", "run_id")
 
 
 def _keys(df) -> list[str]:
@@ -132,8 +132,8 @@ def judge_validation(truth, judged) -> dict:
 
 
 def labels(rows: pd.DataFrame, column: str) -> np.ndarray:
-    """Per-constraint violation labels from a comma-separated index column (``truth_violations``,
-    ``judge_violations``) and ``n_checkable``... of the last turns (flattened)."""
+    """Per-constraint violation labels (flattened over ``rows``) from a column of comma-separated
+    violated indices (``truth_violations``, ``judge_violations``) and ``n_constraints``."""
     out = []
     for cell, n in zip(rows[column], rows["n_constraints"]):
         s = {int(x) for x in str(cell).split(",") if x.strip()} if isinstance(cell, str) else set()

@@ -203,6 +203,10 @@ def run(backend, briefs, conditions: Sequence[str] = DEFAULT_CONDITIONS, turns: 
         path.parent.mkdir(parents=True, exist_ok=True)
         if resume:
             done, bad = _read_done(path)
+            stale = {int(r["metadata"].get("turns", turns)) for r in done.values()} - {turns}
+            if stale:
+                raise ValueError(f"out: {path} holds conversations run with turns={sorted(stale)}, not {turns}; "
+                                 "resume with the same settings or use a new file")
             if done or bad:
                 log.info("resuming from %s: %d conversations done, %d damaged lines", path, len(done), bad)
                 # rewrite the file without damaged lines so appends start on a clean line
