@@ -1,9 +1,12 @@
-"""Console script: ``tmevolve experiment=smoke|quick|paper|bench key=value ...``."""
+"""Console script: ``tmevolve experiment=smoke|quick|paper|bench key=value ...`` and
+``tmevolve predict model=model.pt data.path=BAGS`` (score bags with a saved model)."""
 
-from tmevolve.run import run
 from paperworks.hydra_glue import hydra_cli
 
-main = hydra_cli("tmevolve", run)
+from tmevolve.run import run
+from tmevolve.verbs import run_predict
+
+main = hydra_cli("tmevolve", run, verbs={"predict": run_predict})
 
 if __name__ == "__main__":
     main()
