@@ -9,7 +9,7 @@ CLAIMS = {"hier_beats_flat_fidelity", "hier_beats_flat_mse", "df_probe_beats_tf"
 def test_smoke_cli_writes_results(tmp_path):
     # the smoke experiment with fewer steps: the 20-step smoke training is tested in test_train.py
     doc = run_cli("hierwm", tmp_path / "run", "train.steps=3", "eval.encoder_steps=5", "eval.sequences=4",
-                  "eval.steer_contexts=4")
+                  "eval.steer_contexts=4", "eval.probe_sequences=4")
     assert doc["package"] == "hierwm"
     assert doc["experiment"] == "smoke"
     assert {c["id"] for c in doc["claims"]} == CLAIMS

@@ -62,6 +62,7 @@ def run_rollout(cfg, out_dir: Path | None = None) -> dict:
                          stabilization=float(cfg.stabilization),
                          clip=None if cfg.get("clip") is None else float(cfg.clip), generator=torch.Generator().manual_seed(int(cfg.seed)))
     if out_dir is not None:
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
         np.savez(Path(out_dir) / "rollouts.npz", rollouts=pred.cpu().numpy())
     rows = []
     if frames.shape[1] >= c0 + hz:
