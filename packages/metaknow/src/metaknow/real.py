@@ -24,8 +24,13 @@ def real_inputs(cfg) -> dict:
     if tok is None:
         raise ValueError(f"model: {cfg.model} has no tokenizer files")
 
+    from paperworks import resolve_device
+
+    device = resolve_device(cfg.get("device", "auto"))
+
     def base_for_seed(seed):
-        return load_local(cfg.model)
+        model, tok = load_local(cfg.model)
+        return model.to(device), tok
 
     return {"base_for_seed": base_for_seed, "sdf_docs": docs, "pool": pool, "benchmark": {"benchmark": rows},
             "heldout": [d["text"] for d in neutral_documents(50, seed=4)],
