@@ -12,7 +12,7 @@ Every policy here shares one layout::
   The two branches never share a sequence and the network has LayerNorm only (no batch statistics),
   so the prior never sees the future. The loss is
 
-      L = ℓ_act(prior) + ℓ_act(post) + λ_align ‖h_prior − sg(h_post)‖² + λ_reg · R(h_prior) + λ_reg · R(h_post),
+      L = ℓ_act(prior) + ℓ_act(post) + λ_align ‖h_prior − sg(h_post)‖²/d + λ_reg · R(h_prior) + λ_reg · R(h_post),
 
   with R a VICReg-style anti-collapse term: per slot, the hinge ``mean_d max(0, γ − std_B h_d)`` plus the
   squared off-diagonal covariance ``Σ_{i≠j} C_ij² / d``. Inference runs the prior alone (no frames rendered).
@@ -21,6 +21,8 @@ Every policy here shares one layout::
 frame's tokens into two slots (learned attention pooling), the slot position embeddings shared by
 queries and posterior slots, the alignment on the transformer's outputs at the slots, the exact
 form and weight of the variance/covariance regulariser, and the action losses on both branches.
+The alignment is averaged over the d dimensions: with the summed ‖·‖² (64× larger) a pilot run drove
+both branches to collapse (alignment ≈ 0, latent std ≈ 0.006) and stalled the action loss.
 """
 
 from __future__ import annotations
