@@ -72,3 +72,12 @@ def test_stub_rejects_impossible_probabilities():
     with pytest.raises(ValueError, match="p_refuse"):
         StubPolicy(1.2, 0.0, 0.1)
     assert mcnemar_exact(0, 0) == 1.0
+
+
+def test_harm_of_non_refused_answers_pairs_without_nans_and_mcnemar_needs_binary():
+    t = pd.DataFrame({"prompt_id": [0, 1, 2, 3], "harm": [0.2, np.nan, 0.8, 0.4], "verbalized": [False] * 4})
+    r = pd.DataFrame({"prompt_id": [0, 1, 2, 3], "harm": [0.6, 0.5, np.nan, 0.4], "verbalized": [False] * 4})
+    s = paired_shift(t, r, metric="harm", n_resamples=200)
+    assert s.n_pairs == 2 and s.delta == pytest.approx((-0.4 + 0.0) / 2)
+    with pytest.raises(ValueError, match="0/1 metric"):
+        paired_shift(t, r, metric="harm", method="mcnemar")
