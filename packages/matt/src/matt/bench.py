@@ -96,7 +96,7 @@ def run_bench(cfg) -> dict:
     log.info("AIM step %.4fs, LM step %.4fs, speedup %.2f; alignment %.0f lines/s", res.median("aim_step"),
              res.median("lm_step"), speed.value, lines_per_s)
     return {"claims": claims, "metrics": rows, "seeds": [int(cfg.seed)], "extra": extra,
-            "timings": {"measured_at": time.time()}}
+            "timings": {"lm_step_median_s": res.median("lm_step"), "aim_step_median_s": res.median("aim_step")}}
 
 
 class _Setup:
