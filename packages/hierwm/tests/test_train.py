@@ -91,3 +91,19 @@ def test_latent_file_errors(tmp_path):
         LatentSequenceDataset(_latent_file(tmp_path, nan=True))
     with pytest.raises(FileNotFoundError):
         LatentSequenceDataset(tmp_path / "nope.npz")
+
+
+def test_trains_under_a_process_group_with_ddp(toy, tmp_path):
+    """What `torchrun` sets up: an initialised process group makes `train` wrap the model in DDP."""
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'pg'}", rank=0, world_size=1)
+    try:
+        torch.manual_seed(0)
+        m = HierarchicalWorldModel(frame_shape=(3, 8, 8), coarse_shape=(3, 4, 4), width=16)
+        before = [p.detach().clone() for p in m.parameters()]
+        hist = train(m, toy, objective="df_tf", steps=2, batch_size=2, checkpoint=tmp_path / "ck.pt")
+    finally:
+        dist.destroy_process_group()
+    assert len(hist["losses"]) == 2 and (tmp_path / "ck.pt").exists()
+    assert any(not torch.equal(a, b) for a, b in zip(before, m.parameters(), strict=True))
