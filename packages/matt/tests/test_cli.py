@@ -16,30 +16,28 @@ def test_smoke_cli_writes_results(tmp_path):
 
 
 def test_smoke_without_matplotlib_writes_results_and_no_plots(tmp_path, monkeypatch):
-    doc = smoke_without_matplotlib("matt", run, monkeypatch, tmp_path)
+    doc = smoke_without_matplotlib("matt", run, monkeypatch, tmp_path,
+                                   overrides=("experiment=smoke", "lr_grid=[0.003,0.01]", "depths=[1,2]"))
     assert doc["experiment"] == "smoke"
 
 
 def test_transfer_and_evaluate_verbs_on_users_files(world, tmp_path):
     """`matt transfer` / `matt evaluate` on a saved model, a saved tokenizer and a text file with bad rows."""
     from matt.verbs import run_evaluate, run_transfer
-    from omegaconf import OmegaConf
 
-    from paperworks.hydra_glue import ConfigError
+    from paperworks.hydra_glue import ConfigError, compose
     from paperworks.lm import save_local
 
     save_local(tmp_path / "teacher", world["teacher"], world["ta"])
     world["tb"].save_pretrained(tmp_path / "tok_b")
     text = tmp_path / "b.txt"
     text.write_bytes(("\n".join(world["transfer"][:40]) + "\n\n\xff\n").encode("latin-1"))
-    cfg = OmegaConf.create({"seed": 0, "model": str(tmp_path / "teacher"), "tokenizer": str(tmp_path / "tok_b"),
-                            "data": {"path": str(text)}, "init": "fvt", "aim_steps": 2, "lm_steps": 2,
-                            "aim_layers": None, "freeze_overlap": False, "train": "embeddings", "lr": 3e-3,
-                            "batch_size": 8})
+    cfg = compose("matt", [f"model={tmp_path / 'teacher'}", f"tokenizer={tmp_path / 'tok_b'}", f"data.path={text}",
+                           "init=fvt", "aim_steps=2", "lm_steps=2", "batch_size=8"], config_name="transfer")
     out = run_transfer(cfg, tmp_path / "run")
     assert out["extra"]["skipped_lines"] == 2 and out["extra"]["bpb_student"] > 0
-    ev = run_evaluate(OmegaConf.create({"seed": 0, "model": str(tmp_path / "run" / "model"),
-                                        "data": {"path": str(text)}}))
+    saved = tmp_path / "run" / "model"
+    ev = run_evaluate(compose("matt", [f"model={saved}", f"data.path={text}"], config_name="evaluate"))
     assert ev["extra"]["lines"] == 40
     with pytest.raises(ConfigError, match="data.path"):
-        run_evaluate(OmegaConf.create({"seed": 0, "model": str(tmp_path / "run" / "model"), "data": {"path": None}}))
+        run_evaluate(compose("matt", [f"model={saved}"], config_name="evaluate"))
