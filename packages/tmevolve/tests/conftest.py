@@ -28,7 +28,7 @@ def trained(smoke_data):
     from tmevolve import TMEvolve, fit, prototypes
 
     torch.manual_seed(0)
-    model = TMEvolve(64, 32, 1, concepts=prototypes(), num_steps=4)
-    info = fit(model, smoke_data["train"], smoke_data["val"], task="classification", lr=3e-3, epochs=3,
-               batch_size=16, patience=3)
+    model = TMEvolve(64, 64, 1, concepts=prototypes(), num_steps=4, dt=0.5)
+    info = fit(model, smoke_data["train"], smoke_data["val"], task="classification", lr=1e-2, epochs=3,
+               batch_size=8, patience=3)
     return model, info

@@ -2,7 +2,6 @@ import h5py
 import numpy as np
 import pytest
 import torch
-
 from tmevolve import load_bags, make_bag, patch_graph
 
 

@@ -3,7 +3,6 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from tmevolve import TMEvolve, TMEvolveConv, concept_scores, patch_graph
 
 

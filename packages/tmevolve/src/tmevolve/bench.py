@@ -10,9 +10,9 @@ import logging
 
 import numpy as np
 import torch
+
 from paperworks import Claim
 from paperworks.bench import compare, peak_memory
-
 from tmevolve.baselines import BASELINES
 from tmevolve.evolve import TMEvolve
 from tmevolve.graph import patch_graph

@@ -2,7 +2,6 @@
 ``tmevolve predict model=model.pt data.path=BAGS`` (score bags with a saved model)."""
 
 from paperworks.hydra_glue import hydra_cli
-
 from tmevolve.run import run
 from tmevolve.verbs import run_predict
 

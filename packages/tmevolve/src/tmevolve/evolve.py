@@ -154,11 +154,12 @@ class TMEvolveConv(nn.Module):
 class TMEvolve(nn.Module):
     r"""TMEvolve for MIL on WSI patch graphs: soft regions, T evolution steps, region attention pooling.
 
-    ``S = softmax(MLP(x))`` (N, R) soft regions with the regulariser
+    ``S = softmax((MLP(x, c) + c P) / 0.2)`` (N, R) soft regions (``P`` (K, R) starts as concept k →
+    region k) with the regulariser
     ``Tr(SᵀL_aS)/N + ‖SᵀS/‖SᵀS‖_F − I/√R‖_F`` (smoothness/cut and orthogonality, per slide);
     ``h⁰ = GELU(W_in x)``; T :class:`TMEvolveConv` steps gated by the concept scores ``c`` of the
     input (similarities to K fixed concept vectors); region means ``z_r = Σ_i S_ir [h_i, e_i] / Σ_i S_ir``
-    of the evolved state and each patch's boundary exchange ``e_i = Σ_j flux_ij`` (inferred), pooled
+    of the evolved state and each patch's boundary exchange ``e_i = Σ_j (1 − s_ij) g_ij`` (inferred), pooled
     by gated attention; a head for classification (logits), survival (a Cox risk, or
     ``out_channels`` discrete-time hazard logits) or regression.
 
@@ -208,11 +209,13 @@ class TMEvolve(nn.Module):
         k = 0 if concepts is None else concepts.shape[0]
         h = hidden_channels
         self.lin_in = nn.Linear(in_channels, h)
-        self.region_mlp = nn.Sequential(nn.Linear(in_channels, h), nn.GELU(), nn.Linear(h, num_regions))
+        self.region_mlp = nn.Sequential(nn.Linear(in_channels + k, h), nn.GELU(), nn.Linear(h, num_regions))
+        # concept-guided region formation (inferred): concept k starts as region k (mod R), then is learned
+        self.region_concept = nn.Parameter(torch.zeros(k, num_regions)) if k else None
         self.convs = nn.ModuleList(
             TMEvolveConv(h, concepts=k or None, dt=dt, diffusion=diffusion, flux=flux) for _ in range(num_steps))
         self.att_v, self.att_u, self.att_w = nn.Linear(h + 1, h), nn.Linear(h + 1, h), nn.Linear(h, 1)
-        self.head = nn.Sequential(nn.Linear(h + 1, h), nn.GELU(), nn.Linear(h, out_channels))
+        self.head = nn.Sequential(nn.Linear(h + 1 + num_regions, h), nn.GELU(), nn.Linear(h, out_channels))
         self.reset_parameters()
 
     def config(self) -> dict:
@@ -227,6 +230,11 @@ class TMEvolve(nn.Module):
                 m.reset_parameters()
         for conv in self.convs:
             conv.reset_parameters()
+        if self.region_concept is not None:
+            with torch.no_grad():
+                self.region_concept.zero_()
+                k = self.region_concept.shape[0]
+                self.region_concept[torch.arange(k), torch.arange(k) % self.num_regions] = 1.0
 
     def freeze_regions(self, centroids) -> TMEvolve:
         """Use frozen hard regions: each patch goes to its nearest centroid (k-means on features), (R, in)."""
@@ -239,7 +247,11 @@ class TMEvolve(nn.Module):
     def regions(self, x: torch.Tensor) -> torch.Tensor:
         if self.region_centroids is not None:
             return F.one_hot(torch.cdist(x, self.region_centroids.to(x)).argmin(-1), self.num_regions).to(x.dtype)
-        return torch.softmax(self.region_mlp(x) / self.region_tau, dim=-1)
+        if self.concepts is None:
+            return torch.softmax(self.region_mlp(x) / self.region_tau, dim=-1)
+        c = concept_scores(x, self.concepts)
+        logits = self.region_mlp(torch.cat([x, c], -1)) + c @ self.region_concept
+        return torch.softmax(logits / self.region_tau, dim=-1)
 
     def region_loss(self, S, edge_index, batch, num_graphs) -> torch.Tensor:
         n, r = S.shape
@@ -276,9 +288,10 @@ class TMEvolve(nn.Module):
             flux = flux + w / len(self.convs)
         # region attention pooling
         # each patch's boundary exchange: its total flux conductance (zero without the flux term)
+        # (Σ_j (1 − s_ij) g_ij: the number of open boundary edges, 0..deg)
         exchange = torch.zeros(n, dtype=x.dtype, device=x.device)
         if self.flux:
-            exchange = exchange.index_add(0, edge_index[1], flux)
+            exchange = exchange.index_add(0, edge_index[1], flux / edge_weights(edge_index, n, x.dtype))
         hx = torch.cat([h, exchange.unsqueeze(-1)], dim=-1)
         mass = scatter(S, batch, dim=0, dim_size=num_graphs, reduce="sum")  # (B, R)
         z = torch.stack([scatter(S[:, r:r + 1] * hx, batch, dim=0, dim_size=num_graphs, reduce="sum")
@@ -286,7 +299,8 @@ class TMEvolve(nn.Module):
         logit = self.att_w(torch.tanh(self.att_v(z)) * torch.sigmoid(self.att_u(z))).squeeze(-1)
         logit = logit.masked_fill(mass < 1e-3, float("-inf"))
         att = torch.softmax(logit, dim=-1)
-        out = self.head((att.unsqueeze(-1) * z).sum(1))
+        # the slide: attention-pooled regions and each region's mean boundary exchange (region ids are shared)
+        out = self.head(torch.cat([(att.unsqueeze(-1) * z).sum(1), z[..., -1]], -1))
         aux = {"S": S, "flux": flux, "c": c, "attention": att,
                "reg_loss": self.region_loss(S, edge_index, batch, num_graphs) if self.region_centroids is None
                else x.new_zeros(())}

@@ -2,6 +2,7 @@
 
 import numpy as np
 import torch
+
 from paperworks.plotting import savefig, use_style
 
 

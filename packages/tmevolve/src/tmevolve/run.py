@@ -16,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from paperworks import Claim, seeds_of
 
+from paperworks import Claim, seeds_of
 from tmevolve.baselines import BASELINES
-from tmevolve.data import LYMPH, TASK_OF, TUMOUR, SyntheticSlides, load_bags, prototypes
+from tmevolve.data import LYMPH, TASK_OF, TUMOUR, SyntheticSlides, prototypes
 from tmevolve.evolve import TMEvolve
 from tmevolve.train import evaluate, fit
 

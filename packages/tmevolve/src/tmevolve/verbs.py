@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from paperworks import Claim, seeds_of
 
+from paperworks import Claim, seeds_of
 from tmevolve.data import load_bags
 from tmevolve.evolve import TMEvolve
 from tmevolve.train import predict
