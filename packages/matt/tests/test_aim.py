@@ -88,3 +88,18 @@ def test_random_students_gpt2_and_gqa_llama(world, arch):
                             batch_size=4, aim_layers=1)
     assert student.get_input_embeddings().weight.shape[0] == len(tb)
     assert bits_per_byte(student, tok, world["eval"][:3]) > 0
+
+
+def test_lines_failing_alignment_are_skipped_and_counted(world):
+    """A character split over byte-level tokens gives overlapping offsets: the line is skipped, counted."""
+    from matt import AlignmentError, align_segments
+
+    teacher, ta, tb = world["teacher"], world["ta"], world["tb"]
+    bad = "kyr \u00e9\u00e9 tik"
+    with pytest.raises(AlignmentError):
+        align_segments(bad, ta, tb)
+    aim = AIMLoss(teacher, ta)
+    loss = aim(copy.deepcopy(teacher).requires_grad_(False), ta, [bad, world["eval"][0]])
+    assert aim.skipped == 1 and torch.isfinite(loss)
+    with pytest.raises(ValueError, match="no line of the batch"):
+        AIMLoss(teacher, ta)(teacher, ta, [bad])
