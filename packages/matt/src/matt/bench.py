@@ -66,11 +66,21 @@ def run_bench(cfg) -> dict:
     b = cfg.bench
     args = (int(b.layers), int(b.width), int(b.heads), int(b.k), int(b.batch), int(b.vocab))
     w = _world(*args)
+    dev = str(cfg.get("device", "cpu"))
+    sync = None
+    if dev.startswith("cuda"):  # the same step on the GPU (device=auto picks it when present)
+        w["student"].to(dev)
+        w["aim"].teacher.to(dev)
+        w["ids"], w["mask"] = w["ids"].to(dev), w["mask"].to(dev)
+        w["aim"]._cache.clear()
+        with torch.no_grad():
+            w["aim"](w["student"], w["tb"], w["texts"])
+        sync = torch.cuda.synchronize
     res = compare({"aim_step": lambda: aim_step(w), "lm_step": lambda: lm_step(w)}, repeats=int(b.repeats),
-                  warmup=2, threads=1)
+                  warmup=2, threads=1, sync=sync)
     speed = res.speedup("aim_step", over="lm_step")
     mem = {}
-    if b.memory:
+    if b.memory and not dev.startswith("cuda"):
         for name, fn in (("aim_step", aim_step), ("lm_step", lm_step)):
             mem[name] = peak_memory(fn, *[], setup=_Setup(args)).mib
     # alignment throughput against the two tokenisations it needs

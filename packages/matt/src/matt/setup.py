@@ -42,6 +42,8 @@ def build(cfg) -> dict:
         out["teacher_model"], out["teacher_info"] = cached_teacher(
             out["tok_a"], corp["teacher"], key=key, cache=cache_dir("matt"), steps=int(t.steps), lr=float(t.lr),
             batch_size=int(t.batch_size))
+    dev = str(cfg.get("device", "cpu"))
+    out["teacher_model"] = out["teacher_model"].to("cpu" if dev == "auto" else dev)
     if cfg.get("tokenizer"):
         from transformers import AutoTokenizer
 
