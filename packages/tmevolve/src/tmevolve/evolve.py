@@ -170,7 +170,8 @@ class TMEvolve(nn.Module):
         dt: Euler step in (0, 1].
         concepts: (K, in_channels) concept vectors (type prototypes; text embeddings from a file), or None.
         task: "classification", "survival" or "regression" (chooses the loss in :func:`tmevolve.loss_fn`).
-        diffusion, flux: ablation switches.
+        diffusion, flux, concept_gate: ablation switches (``concept_gate=False``: g = 1, the concepts
+            still guide the regions).
 
     ``forward(x, edge_index, batch=None)`` → ``(out (B, out_channels), aux)`` with ``aux["S"]`` (N, R),
     ``aux["flux"]`` (E,) (mean conductance over steps), ``aux["reg_loss"]`` (scalar), ``aux["c"]``.
@@ -185,7 +186,8 @@ class TMEvolve(nn.Module):
 
     def __init__(self, in_channels: int, hidden_channels: int, out_channels: int, *, num_regions: int = 8,
                  num_steps: int = 4, dt: float = 0.2, concepts=None, task: str = "classification",
-                 diffusion: bool = True, flux: bool = True, smooth_weight: float = 1.0, ortho_weight: float = 1.0):
+                 diffusion: bool = True, flux: bool = True, concept_gate: bool = True, smooth_weight: float = 1.0,
+                 ortho_weight: float = 1.0):
         super().__init__()
         self.in_channels = _check_int("in_channels", in_channels, 1)
         self.hidden_channels = _check_int("hidden_channels", hidden_channels, 1)
@@ -200,7 +202,7 @@ class TMEvolve(nn.Module):
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not (v >= 0) or v == float("inf"):
                 raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
         self.smooth_weight, self.ortho_weight = float(smooth_weight), float(ortho_weight)
-        self.diffusion, self.flux = bool(diffusion), bool(flux)
+        self.diffusion, self.flux, self.concept_gate = bool(diffusion), bool(flux), bool(concept_gate)
         self.region_tau = 0.2  # inferred: sharp initial regions, so boundaries exist from the first step
         if concepts is not None:
             concepts = _check_concepts(concepts, in_channels, "in_channels")
@@ -213,7 +215,7 @@ class TMEvolve(nn.Module):
         # concept-guided region formation (inferred): concept k starts as region k (mod R), then is learned
         self.region_concept = nn.Parameter(torch.zeros(k, num_regions)) if k else None
         self.convs = nn.ModuleList(
-            TMEvolveConv(h, concepts=k or None, dt=dt, diffusion=diffusion, flux=flux) for _ in range(num_steps))
+            TMEvolveConv(h, concepts=(k if concept_gate else None) or None, dt=dt, diffusion=diffusion, flux=flux) for _ in range(num_steps))
         self.att_v, self.att_u, self.att_w = nn.Linear(h + 1, h), nn.Linear(h + 1, h), nn.Linear(h, 1)
         self.head = nn.Sequential(nn.Linear(h + 1 + num_regions, h), nn.GELU(), nn.Linear(h, out_channels))
         self.reset_parameters()
@@ -222,6 +224,7 @@ class TMEvolve(nn.Module):
         return {"in_channels": self.in_channels, "hidden_channels": self.hidden_channels,
                 "out_channels": self.out_channels, "num_regions": self.num_regions, "num_steps": self.num_steps,
                 "dt": self.dt, "task": self.task, "diffusion": self.diffusion, "flux": self.flux,
+                "concept_gate": self.concept_gate,
                 "smooth_weight": self.smooth_weight, "ortho_weight": self.ortho_weight}
 
     def reset_parameters(self) -> None:
