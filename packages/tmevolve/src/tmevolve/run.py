@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from paperworks import Claim, seeds_of
+from paperworks import Claim, estimate, seeds_of
 from tmevolve.baselines import BASELINES
 from tmevolve.data import LYMPH, TASK_OF, TUMOUR, SyntheticSlides, prototypes
 from tmevolve.evolve import TMEvolve
@@ -209,7 +209,8 @@ def _claims(cfg, per, stats, prop_auc, labels, methods, n_seeds):
             claims.append(Claim.within(
                 f"c1_{label}_tie", f"On the proportion-only control TMEvolve ties with {ref} "
                 f"(per-seed AUROC difference within ±{tie_tol}).", "AUROC difference (TMEvolve − " + ref + ")",
-                diffs, target=0.0, tol=tie_tol, baselines=bases, requires=enough))
+                diffs, target=0.0, tol=tie_tol, baselines={k: estimate(v) for k, v in bases.items()},
+                requires=enough))
         else:
             claims.append(Claim.compare_all(
                 f"c1_{label}", f"On {label} TMEvolve beats every baseline ({', '.join(baselines)}).",
@@ -224,7 +225,7 @@ def _claims(cfg, per, stats, prop_auc, labels, methods, n_seeds):
             claims.append(Claim.within(
                 "c2_ablations_control", f"On the control no ablation hurts: full − ablation AUROC within ±{tie_tol} "
                 "(mean over ablations, per seed).", "AUROC difference (full − ablation mean)", diffs, target=0.0,
-                tol=tie_tol, baselines=abls, requires=enough))
+                tol=tie_tol, baselines={k: estimate(v) for k, v in abls.items()}, requires=enough))
         else:
             claims.append(Claim.compare_all(
                 f"c2_ablations_{label}", f"On {label} every ablation ({', '.join(abls)}) hurts TMEvolve.",
