@@ -87,6 +87,8 @@ def metric(task: str, out: np.ndarray, y: np.ndarray) -> float:
         if out.shape[-1] == 1:
             from sklearn.metrics import roc_auc_score
 
+            if len(np.unique(y)) < 2:  # AUROC is undefined on one class (a small validation split)
+                return float("nan")
             return float(roc_auc_score(y.reshape(-1), out.reshape(-1)))
         return float((out.argmax(-1) == y.reshape(-1)).mean())
     if task == "survival":
