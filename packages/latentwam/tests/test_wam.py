@@ -106,7 +106,7 @@ def test_flow_heads(batch):
     assert p(batch["frames"], batch["proprio"])["frames_pred"].shape == (5, 2, 3, 24, 24)
 
 
-def test_hf_backbone_on_tiny_vit(batch):
+def test_hf_backbone_on_tiny_vit(batch, tmp_path):
     from transformers import ViTConfig, ViTModel
 
     torch.manual_seed(0)
@@ -120,6 +120,13 @@ def test_hf_backbone_on_tiny_vit(batch):
     assert prior_future_gap(m, True) == 0.0
     with pytest.raises(TypeError, match="Hugging Face"):
         HFBackbone(torch.nn.Linear(2, 2))
+    # a model on an HF backbone saves self-contained (backbone class + config) and reloads identically
+    path = m.save(tmp_path / "vit_wam.pt")
+    m2 = LatentWAM.load(path)
+    assert isinstance(m2.tokenizer, HFBackbone) and type(m2.tokenizer.model) is ViTModel
+    m.eval()
+    torch.testing.assert_close(m2.act(batch["frames"], batch["proprio"]), m.act(batch["frames"], batch["proprio"]),
+                               rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("kw, err", [

@@ -122,8 +122,29 @@ class HFBackbone(nn.Module):
         size = getattr(cfg, "image_size", None)
         self.image_size = int(size if not isinstance(size, (list, tuple)) else size[0]) if size else None
         ch = int(getattr(cfg, "num_channels", 3))
+        self._norm = ([float(v) for v in mean], [float(v) for v in std])
         self.register_buffer("mean", torch.tensor(mean[:ch]).view(1, ch, 1, 1), persistent=False)
         self.register_buffer("std", torch.tensor(std[:ch]).view(1, ch, 1, 1), persistent=False)
+
+    def describe(self) -> dict:
+        """What :meth:`from_description` needs to rebuild this backbone (weights excluded): plain types only."""
+        return {"class": type(self.model).__name__, "config": self.model.config.to_json_string(),
+                "mean": self._norm[0], "std": self._norm[1]}
+
+    @classmethod
+    def from_description(cls, desc: dict) -> HFBackbone:
+        """Rebuild a backbone (random weights: the caller loads the state dict) from :meth:`describe`."""
+        import json
+
+        try:
+            import transformers
+        except ImportError as err:  # pragma: no cover - transformers is installed with the [test] extra
+            raise ImportError("this model was saved with a Hugging Face backbone: pip install transformers") from err
+        model_cls = getattr(transformers, desc["class"], None)
+        if model_cls is None:
+            raise ValueError(f"transformers has no class {desc['class']!r} (saved backbone)")
+        config = model_cls.config_class.from_dict(json.loads(desc["config"]))
+        return cls(model_cls(config), mean=desc["mean"], std=desc["std"])
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.image_size and x.shape[-1] != self.image_size:
@@ -341,14 +362,21 @@ class ChunkPolicy(nn.Module):
 
     # save / load
     def save(self, path) -> Path:
-        """One self-contained file: class name, config and weights (``torch.load(weights_only=True)``)."""
+        """One self-contained file: class name, config and weights (``torch.load(weights_only=True)``).
+
+        A model built on an :class:`HFBackbone` saves the backbone too: its Hugging Face class name and
+        config (as JSON) and its normalisation, beside the weights; :meth:`load` rebuilds it with
+        ``transformers`` (no download: the architecture comes from the saved config)."""
+        blob = {"class": type(self).__name__, "config": self.config(),
+                "state_dict": {k: v.detach().cpu() for k, v in self.state_dict().items()}}
         if not isinstance(self.tokenizer, Tokenizer):
-            raise NotImplementedError("save() covers the built-in CNN tokenizer; save a backbone model with "
-                                      "its own save_pretrained and the rest with state_dict()")
+            if not isinstance(self.tokenizer, HFBackbone):
+                raise TypeError("save() covers the built-in CNN tokenizer and HFBackbone; for another backbone "
+                                "save state_dict() and rebuild the backbone yourself")
+            blob["backbone"] = self.tokenizer.describe()
         path = Path(path)
         tmp = path.with_suffix(path.suffix + ".tmp")
-        torch.save({"class": type(self).__name__, "config": self.config(),
-                    "state_dict": {k: v.detach().cpu() for k, v in self.state_dict().items()}}, tmp)
+        torch.save(blob, tmp)
         tmp.replace(path)
         return path
 
@@ -367,7 +395,10 @@ class ChunkPolicy(nn.Module):
         target = classes.get(blob["class"])
         if target is None or not issubclass(target, cls):
             raise ValueError(f"{path} holds a {blob['class']}, not a {cls.__name__}")
-        model = target(**blob["config"])
+        kwargs = dict(blob["config"])
+        if "backbone" in blob:
+            kwargs["backbone"] = HFBackbone.from_description(blob["backbone"])
+        model = target(**kwargs)
         model.load_state_dict(blob["state_dict"])
         return model.eval()
 
