@@ -139,7 +139,7 @@ class HFBackbone(nn.Module):
         try:
             import transformers
         except ImportError as err:  # pragma: no cover - transformers is installed with the [test] extra
-            raise ImportError("this model was saved with a Hugging Face backbone: pip install transformers") from err
+            raise ImportError("this model was saved with a Hugging Face backbone: pip install \"paperworks-latentwam[hf]\" (transformers)") from err
         model_cls = getattr(transformers, desc["class"], None)
         if model_cls is None:
             raise ValueError(f"transformers has no class {desc['class']!r} (saved backbone)")
