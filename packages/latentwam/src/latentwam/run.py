@@ -219,14 +219,13 @@ def build_claims(rows, curves, refs, cfg, seeds) -> list:
             "effective rank of the prior latents (N × 256)", r_full, baseline="no regulariser",
             baselines={"no regulariser": r_none}, better="higher", paired=True,
             notes=f"mean per-dimension latent std: with {sd_full:.3f}, without {sd_none:.3f}"))
-        s_full = _vals(rows, "intercept", "latent", ab_n, "success", seeds)
         s_none = _vals(rows, "intercept", "no_reg", ab_n, "success", seeds)
         claims.append(Claim.compare(
             "regulariser_helps_success",
             f"Claim 3 (downstream): the regulariser improves closed-loop success ({ab_n} demos) {ctx}.",
-            "closed-loop success rate (Intercept-v0)", s_full, baseline="no regulariser",
+            "closed-loop success rate (Intercept-v0)", full, baseline="no regulariser",
             baselines={"no regulariser": s_none}, better="higher", paired=True, bounds=(0, 1),
-            requires=[trained(s_full, "the latent WAM")]))
+            requires=[trained(full, "the latent WAM")]))
     if rc.enabled and "latent" in rc.arms and "vla" in rc.arms:
         lat = _vals(rows, "reach", "latent", int(rc.demos), "success", seeds)
         vla = _vals(rows, "reach", "vla", int(rc.demos), "success", seeds)
