@@ -112,6 +112,55 @@ def test_tables_regenerate_and_check_readmes(tmp_path):
         update(pkg, check=True)
 
 
+def test_package_tables_come_from_the_package_module(tmp_path, monkeypatch):
+    pkg = tmp_path / "pwtabledemo"
+    (pkg / "results").mkdir(parents=True)
+    doc = _doc(tmp_path, "run")
+    (pkg / "results" / "paper.json").write_text(json.dumps(doc))
+    (pkg / "README.md").write_text("# x\n\n<!-- paperworks:table arms -->\nstale\n<!-- paperworks:end -->\nend\n")
+    with pytest.raises(ModuleNotFoundError, match="pwtabledemo.readme_tables"):
+        update(pkg, check=True)
+    src = tmp_path / "src" / "pwtabledemo"
+    src.mkdir(parents=True)
+    (src / "__init__.py").write_text("")
+    (src / "readme_tables.py").write_text(
+        "def readme_tables(records):\n"
+        "    return {'arms': '| record | claims |\\n|---|---|\\n' + ''.join(\n"
+        "        f'| {k} | {len(v[\"claims\"])} |\\n' for k, v in records.items())}\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "src"))
+    assert update(pkg, check=True) is False and update(pkg) is False and update(pkg, check=True) is True
+    text = (pkg / "README.md").read_text()
+    assert "| paper | 1 |" in text and "stale" not in text and text.endswith("<!-- paperworks:end -->\nend\n")
+    (pkg / "README.md").write_text("<!-- paperworks:table other -->\n<!-- paperworks:end -->\n")
+    with pytest.raises(KeyError, match="other"):
+        update(pkg, check=True)
+
+
+def test_record_keeps_the_runs_metrics_rows_for_package_tables(tmp_path):
+    from paperworks.tables import package_tables, record
+
+    pkg = tmp_path / "pwtabledemo2"
+    run = tmp_path / "run"
+    _doc(tmp_path, "run")
+    (run / "metrics.csv").write_text("seed,value\n0,1.5\n1,2.5\n")
+    record(run, pkg)
+    assert (pkg / "results" / "paper_metrics.csv").read_text() == "seed,value\n0,1.5\n1,2.5\n"
+    src = tmp_path / "src" / "pwtabledemo2"
+    src.mkdir(parents=True)
+    (src / "__init__.py").write_text("")
+    (src / "readme_tables.py").write_text(
+        "def readme_tables(records):\n    return {'rows': str([r['value'] for r in records['paper_metrics']])}\n")
+    import sys
+    sys.path.insert(0, str(tmp_path / "src"))
+    try:
+        assert package_tables(pkg) == {"rows": "['1.5', '2.5']"}
+    finally:
+        sys.path.remove(str(tmp_path / "src"))
+    (run / "metrics.csv").unlink()
+    record(run, pkg)  # a run without rows leaves no older rows behind
+    assert not (pkg / "results" / "paper_metrics.csv").exists()
+
+
 def test_aggregate_pools_disjoint_seed_blocks(tmp_path):
     sweep = tmp_path / "sweep"
     _doc(sweep, "0", seeds=(0, 1, 2), vals=(1.0, 1.2, 1.1))

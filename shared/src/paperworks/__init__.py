@@ -11,6 +11,7 @@ scikit-learn are imported only inside the functions that need them.
 from paperworks.device import resolve_device
 from paperworks.results import (
     Claim,
+    atomic_torch_save,
     atomic_write_text,
     load_results,
     validate_results,
@@ -35,6 +36,7 @@ from paperworks.utils import cache_dir, check_float, check_int, timer
 __all__ = [
     "Claim",
     "Estimate",
+    "atomic_torch_save",
     "atomic_write_text",
     "binomial_ci",
     "bootstrap_ci",
@@ -59,4 +61,4 @@ __all__ = [
     "write_metrics_csv",
     "write_results",
 ]
-__version__ = "0.2.2"
+__version__ = "0.2.3"

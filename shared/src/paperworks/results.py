@@ -335,6 +335,24 @@ def atomic_write_text(path, text: str) -> Path:
     return path
 
 
+def atomic_torch_save(obj, path) -> Path:
+    """``torch.save(obj)`` to a temporary file beside ``path``, then ``os.replace``: never a half-written file.
+
+    The parent folder is created. torch is imported only here.
+    """
+    import torch
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        torch.save(obj, tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
 def _jsonable(x):
     """Convert numpy scalars/arrays, Paths, Estimates and OmegaConf nodes for json.dumps."""
     if isinstance(x, Estimate):

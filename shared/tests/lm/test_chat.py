@@ -1,62 +1,19 @@
 """Chat backends. OpenAIChat only ever talks to a stub server this test starts on 127.0.0.1."""
 
 import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 pytest.importorskip("transformers")
 from paperworks.lm.chat import ChatError, ChatModel, OpenAIChat, ScriptedChat, check_messages  # noqa: E402
+from paperworks.lm.testing import LoopbackChatServer, chat_reply  # noqa: E402
 
 MSGS = [{"role": "user", "content": "weather paris"}]
 
 
-class Stub:
-    """A loopback OpenAI-compatible server: replies from a plan of (status, body, delay)."""
-
-    def __init__(self, plan):
-        self.plan, self.requests, self.inflight, self.max_inflight = list(plan), [], 0, 0
-        self.lock = threading.Lock()
-        stub = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                with stub.lock:
-                    stub.requests.append((self.path, dict(self.headers), body))
-                    status, reply, delay = stub.plan.pop(0) if len(stub.plan) > 1 else stub.plan[0]
-                    stub.inflight += 1
-                    stub.max_inflight = max(stub.max_inflight, stub.inflight)
-                try:
-                    time.sleep(delay)
-                    data = json.dumps(reply(body) if callable(reply) else reply).encode()
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-                finally:
-                    with stub.lock:
-                        stub.inflight -= 1
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
-
-
 def ok(text):
-    return {"choices": [{"message": {"role": "assistant", "content": text}}]}
+    return chat_reply(text)
 
 
 @pytest.fixture
@@ -64,11 +21,22 @@ def stub():
     servers = []
 
     def start(plan):
-        servers.append(Stub(plan))
+        servers.append(LoopbackChatServer(plan))
         return servers[-1]
     yield start
     for s in servers:
         s.close()
+
+
+def test_loopback_server_plan_and_callable():
+    with LoopbackChatServer(lambda body: ok(body["messages"][-1]["content"][::-1])) as server:
+        chat = OpenAIChat("stub", base_url=server.url, api_key_env=None)
+        assert chat.complete(MSGS) == "sirap rehtaew"
+        assert server.bodies == [{"model": "stub", "messages": MSGS}]
+    with pytest.raises(ValueError, match="plan"):
+        LoopbackChatServer([])
+    with pytest.raises(ValueError, match="plan"):
+        LoopbackChatServer([(200, ok("x"))])
 
 
 def test_openai_chat_sends_key_and_sampling_and_retries(stub, monkeypatch):
