@@ -53,7 +53,7 @@ from gfmuc.align import alignment_loss, median_bandwidth
 from gfmuc.data import as_domain, check_graph, svd_features
 from gfmuc.encoder import CONVS, SubgraphEncoder, ego_pairs, subgraph_readout
 from gfmuc.prototypes import assignment_margin, dec_kl, select_confident, soft_assign
-from paperworks import resolve_device
+from paperworks import atomic_torch_save, resolve_device
 from paperworks.utils import check_float, check_int
 
 log = logging.getLogger(__name__)
@@ -389,9 +389,7 @@ class GFMUC(BaseEstimator):
         if hasattr(self, "adapter_"):
             doc.update(adapter=self.adapter_.state_dict(), head=self.head_.cpu(), n_clusters=int(self.n_clusters_))
         path = Path(path)
-        tmp = path.with_name(path.name + ".tmp")
-        torch.save(doc, tmp)
-        tmp.replace(path)
+        atomic_torch_save(doc, path)
         return path
 
     @classmethod

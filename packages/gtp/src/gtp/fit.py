@@ -15,6 +15,7 @@ import torch
 from gtp.data import action_chunks, load_dataset, n_step_targets
 from gtp.models import DynamicsEnsemble, RewardModel, ValueFunction
 from gtp.prior import DiffusionPrior
+from paperworks import atomic_torch_save
 
 log = logging.getLogger(__name__)
 
@@ -77,13 +78,10 @@ class LearnedModels:
 
     def save(self, path) -> Path:
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
         blob = {name: {"config": getattr(self, name).config(), "state": getattr(self, name).state_dict()}
                 for name in ("prior", "dynamics", "reward", "value")}
         blob["info"] = {k: v for k, v in self.info.items() if isinstance(v, (int, float, str, bool))}
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        torch.save(blob, tmp)
-        tmp.replace(path)
+        atomic_torch_save(blob, path)
         return path
 
     @classmethod

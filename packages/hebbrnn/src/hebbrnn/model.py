@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from hebbrnn.cell import HebbianRNNCell
-from paperworks import check_float, check_int
+from paperworks import atomic_torch_save, check_float, check_int
 
 
 def check_inputs(x, input_size: int) -> None:
@@ -32,11 +32,8 @@ class SavableModel(nn.Module):
 
     def save(self, path) -> Path:
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        torch.save({"class": type(self).__name__, "config": self.config(),
-                    "state_dict": {k: v.detach().cpu() for k, v in self.state_dict().items()}}, tmp)
-        tmp.replace(path)
+        atomic_torch_save({"class": type(self).__name__, "config": self.config(),
+                           "state_dict": {k: v.detach().cpu() for k, v in self.state_dict().items()}}, path)
         return path
 
     @classmethod

@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 
 from hebbrnn.data import HierarchicalRecall, recall_scores
-from paperworks import check_float, check_int
+from paperworks import atomic_torch_save, check_float, check_int
 
 log = logging.getLogger(__name__)
 
@@ -147,8 +147,5 @@ def meta_train(model, task: HierarchicalRecall, *, episodes: int, batch_size: in
 
 def _save_checkpoint(path, model, opt, gen, hist, episode) -> None:
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "generator": gen.get_state(),
-                "history": hist, "episode": int(episode)}, tmp)
-    tmp.replace(path)
+    atomic_torch_save({"model": model.state_dict(), "optimizer": opt.state_dict(), "generator": gen.get_state(),
+                       "history": hist, "episode": int(episode)}, path)

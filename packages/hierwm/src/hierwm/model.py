@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from hierwm.noise import NoiseSchedule, check_objective, phase, sample_noise_levels
+from paperworks import atomic_torch_save
 
 
 def _groups(ch: int) -> int:
@@ -393,11 +394,8 @@ class _WorldModel(nn.Module):
     def save(self, path) -> Path:
         """One self-contained file: the constructor's keyword arguments and the weights."""
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        torch.save({"class": type(self).__name__, "config": dict(self.config),
-                    "state_dict": {k: v.detach().cpu() for k, v in self.state_dict().items()}}, tmp)
-        tmp.replace(path)
+        atomic_torch_save({"class": type(self).__name__, "config": dict(self.config),
+                           "state_dict": {k: v.detach().cpu() for k, v in self.state_dict().items()}}, path)
         return path
 
     @classmethod

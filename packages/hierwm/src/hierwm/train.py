@@ -9,6 +9,7 @@ from pathlib import Path
 import torch
 
 from hierwm.noise import check_objective
+from paperworks import atomic_torch_save
 
 log = logging.getLogger(__name__)
 
@@ -89,8 +90,5 @@ def train(model, dataset, *, objective: str, steps: int, batch_size: int = 16, l
 
 def _save(path, model, opt, sched, gen, step, losses):
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
-                "generator": gen.get_state(), "step": step, "losses": losses}, tmp)
-    tmp.replace(path)
+    atomic_torch_save({"model": model.state_dict(), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
+                       "generator": gen.get_state(), "step": step, "losses": losses}, path)

@@ -13,6 +13,7 @@ import torch
 
 from latentwam.data import Demos
 from latentwam.wam import ChunkPolicy, _float, _int
+from paperworks import atomic_torch_save
 
 log = logging.getLogger("latentwam")
 
@@ -128,11 +129,8 @@ def train(model: ChunkPolicy, dataset: Demos, *, steps: int, batch_size: int = 6
 
 
 def _save_checkpoint(path: Path, model, opt, gen, step, history):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "sampler": gen.get_state(),
-                "step": step, "history": history, "class": type(model).__name__, "config": model.config()}, tmp)
-    tmp.replace(path)
+    atomic_torch_save({"model": model.state_dict(), "optimizer": opt.state_dict(), "sampler": gen.get_state(),
+                       "step": step, "history": history, "class": type(model).__name__, "config": model.config()}, path)
 
 
 # closed-loop evaluation -----------------------------------------------------------------------------

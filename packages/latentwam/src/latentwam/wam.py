@@ -35,6 +35,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from paperworks import atomic_torch_save
+
 HEADS = ("mse", "flow")
 
 
@@ -375,9 +377,7 @@ class ChunkPolicy(nn.Module):
                                 "save state_dict() and rebuild the backbone yourself")
             blob["backbone"] = self.tokenizer.describe()
         path = Path(path)
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        torch.save(blob, tmp)
-        tmp.replace(path)
+        atomic_torch_save(blob, path)
         return path
 
     @classmethod

@@ -3,26 +3,16 @@ and the minibatch iterator the training stages share."""
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import torch
 
+from paperworks import atomic_torch_save
+
 
 def save_doc(doc: dict, path) -> Path:
     """Write ``doc`` atomically (temporary file, then ``os.replace``)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    os.close(fd)
-    try:
-        torch.save(doc, tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-    return path
+    return atomic_torch_save(doc, path)
 
 
 def load_doc(path) -> dict:

@@ -23,6 +23,7 @@ from torch import nn
 
 from m2le.fisher import _batches, check_labels, empirical_fisher, to_model
 from m2le.merge import MERGES, merge_lora
+from paperworks import atomic_torch_save
 
 _PREFIX = "base_model.model."
 _LORA_FIELDS = ("r", "lora_alpha", "target_modules", "lora_dropout", "bias", "use_rslora")
@@ -260,9 +261,7 @@ class M2LE:
     def save(self, path) -> Path:
         """One self-contained file (loadable with ``weights_only=True``)."""
         path = Path(path)
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        torch.save(self.state_dict(), tmp)
-        tmp.replace(path)
+        atomic_torch_save(self.state_dict(), path)
         return path
 
     @classmethod

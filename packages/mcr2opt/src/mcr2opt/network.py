@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from mcr2opt.objective import MCR2Loss
+from paperworks import atomic_torch_save
 from paperworks.utils import check_float, check_int
 
 
@@ -44,9 +45,7 @@ class FeatureMLP(nn.Module):
 
     def save(self, path) -> Path:
         path = Path(path)
-        tmp = path.with_name(f".{path.name}.tmp")
-        torch.save({"sizes": dict(self.sizes), "state_dict": self.state_dict()}, tmp)
-        tmp.replace(path)
+        atomic_torch_save({"sizes": dict(self.sizes), "state_dict": self.state_dict()}, path)
         return path
 
     @classmethod

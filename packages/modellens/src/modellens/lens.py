@@ -39,7 +39,7 @@ from sklearn.base import BaseEstimator
 from torch import nn
 
 from modellens.records import check_name_leakage, higher_is_better, normalise, validate_records
-from paperworks import check_float, check_int
+from paperworks import atomic_torch_save, check_float, check_int
 
 log = logging.getLogger("modellens")
 
@@ -598,9 +598,7 @@ class ModelLens(BaseEstimator):
             "weights": {k: v.detach().cpu() for k, v in self.net_.state_dict().items()},
         }
         path = Path(path)
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        torch.save(state, tmp)
-        tmp.replace(path)
+        atomic_torch_save(state, path)
         return path
 
     @classmethod

@@ -28,7 +28,7 @@ from tqdm import tqdm
 
 from monarchrt.data import bouncing_squares
 from monarchrt.dit import AttentionOp, TinyVideoDiT, flow_matching_terms, noise_levels
-from paperworks import atomic_write_text
+from paperworks import atomic_torch_save, atomic_write_text
 from paperworks.device import resolve_device
 
 log = logging.getLogger(__name__)
@@ -87,9 +87,7 @@ def shard(batch: int, rank: int, size: int) -> slice:
 
 
 def _save(path: Path, state: dict) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(state, tmp)
-    os.replace(tmp, path)
+    atomic_torch_save(state, path)
 
 
 def train(model, data, attn, steps: int, *, batch: int, lr: float, seed: int, ckpt: Path | None = None,

@@ -20,8 +20,6 @@ the token score its pooling aggregates is inferred (no code is public).
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +27,7 @@ import torch
 from scipy.optimize import minimize
 from sklearn.base import BaseEstimator, ClassifierMixin
 
-from paperworks import check_float, check_int
+from paperworks import atomic_torch_save, check_float, check_int
 
 POOLINGS = ("mean", "last", "max", "rolling", "multimax")
 
@@ -269,10 +267,7 @@ class PooledProbe(ClassifierMixin, BaseEstimator):
             "mean": torch.from_numpy(self.mean_),
             "scale": torch.from_numpy(self.scale_),
         }
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")  # written whole, then renamed
-        os.close(fd)
-        torch.save(doc, tmp)
-        os.replace(tmp, path)
+        atomic_torch_save(doc, path)  # written whole, then renamed
 
     @classmethod
     def load(cls, path) -> PooledProbe:

@@ -32,7 +32,7 @@ import torch
 from torch import nn
 from torch.nn.utils.parametrizations import spectral_norm
 
-from paperworks import check_float, check_int
+from paperworks import atomic_torch_save, check_float, check_int
 
 N_FEATURES = 7
 
@@ -164,9 +164,7 @@ class UpdatePolicy(nn.Module):
     def save(self, path) -> Path:
         """One self-contained file: config and weights (load with :meth:`load`)."""
         path = Path(path)
-        tmp = path.with_name(path.name + ".tmp")
-        torch.save({"config": self.config(), "state": self.state_dict(), "frozen": self.frozen}, tmp)
-        tmp.replace(path)
+        atomic_torch_save({"config": self.config(), "state": self.state_dict(), "frozen": self.frozen}, path)
         return path
 
     @classmethod
