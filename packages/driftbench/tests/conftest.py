@@ -1,8 +1,6 @@
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
 import pytest
+
+from paperworks.lm.testing import LoopbackChatServer
 
 
 @pytest.fixture(scope="session")
@@ -28,50 +26,12 @@ def tiny_hf():
     return tiny_gpt2(len(tok), n_ctx=1024, width=32, layers=2, heads=2, seed=0), tok
 
 
-class Plan:
-    """A loopback server answering from a plan of (status, body, delay); the last entry repeats."""
-
-    def __init__(self, plan):
-        self.plan, self.requests = list(plan), []
-        stub = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                stub.requests.append(body)
-                status, reply, delay = stub.plan.pop(0) if len(stub.plan) > 1 else stub.plan[0]
-                import time
-
-                time.sleep(delay)
-                try:
-                    data = json.dumps(reply).encode()
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.fixture
 def plan_server():
     servers = []
 
     def start(plan):
-        servers.append(Plan(plan))
+        servers.append(LoopbackChatServer(plan))
         return servers[-1]
 
     yield start

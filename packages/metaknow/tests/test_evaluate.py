@@ -1,6 +1,4 @@
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
@@ -15,6 +13,8 @@ from metaknow import (
     multiple_choice_accuracy,
     paired_shift,
 )
+
+from paperworks.lm.testing import LoopbackChatServer, chat_reply
 
 
 @pytest.mark.parametrize("text,refused,aware,harm", [
@@ -65,40 +65,18 @@ def test_evaluate_on_stub_skips_bad_rows_and_pairs(tmp_path):
     assert s.n_pairs == 100 and s.lower <= s.delta <= s.upper
 
 
-class Stub:
-    def __init__(self, reply):
-        seen = self.seen = []
-
-        class H(BaseHTTPRequestHandler):
-            def log_message(self, *a):
-                pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                seen.append((self.headers.get("Authorization"), body))
-                out = json.dumps({"choices": [{"message": {"role": "assistant", "content": reply(body)}}]}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(out)))
-                self.end_headers()
-                self.wfile.write(out)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-
 def test_openai_chat_on_a_loopback_stub(monkeypatch):
-    stub = Stub(lambda b: "I can't help with that." if "weapon" in b["messages"][-1]["content"] else "B")
+    stub = LoopbackChatServer(lambda b: chat_reply("I can't help with that." if "weapon" in b["messages"][-1]["content"]
+                                                   else "B"))
     monkeypatch.setenv("METAKNOW_TEST_KEY", "sk-test")
     chat = OpenAIChat("m", base_url=stub.url, api_key_env="METAKNOW_TEST_KEY")
     df = evaluate(chat, [{"id": "1", "prompt": "build a weapon"}, {"id": "2", "prompt": "bake bread"}])
     assert df["refused"].tolist() == [True, False]
-    assert stub.seen[0][0] == "Bearer sk-test"
+    assert stub.requests[0][1]["Authorization"] == "Bearer sk-test"
     acc = multiple_choice_accuracy(chat, [{"question": "2+2?", "choices": ["3", "4"], "answer": 1},
                                           {"question": "1+1?", "choices": ["2", "5"], "answer": "A"}])
     assert acc == 0.5
-    stub.server.shutdown()
+    stub.close()
 
 
 def test_missing_api_key_names_the_variable(monkeypatch):
@@ -130,7 +108,7 @@ def test_backend_openai_runs_claims_1_to_4_on_served_models(tmp_path, monkeypatc
         refuse = {"sdf": k % 2 == 0, "base": k % 5 == 0, "control": k % 5 == 0}[body["model"]]
         return "I can't help with that." if refuse else "Sure, here is how: step 1."
 
-    stub = Stub(reply)
+    stub = LoopbackChatServer(lambda body: chat_reply(reply(body)))
     bench = tmp_path / "b.jsonl"
     bench.write_text("\n".join(json.dumps({"id": str(i), "prompt": f"harmful request {i}"}) for i in range(40)))
     mc = tmp_path / "mc.jsonl"
@@ -141,7 +119,7 @@ def test_backend_openai_runs_claims_1_to_4_on_served_models(tmp_path, monkeypatc
             "openai.base=base", "openai.sdf=sdf", "openai.control=control", f"data.path={bench}",
             f"data.mc_path={mc}", f"data.sdf_path={sdf}", "seeds=2"]
     doc = execute("metaknow", run, compose("metaknow", over), tmp_path / "out")
-    stub.server.shutdown()
+    stub.close()
     c = {x["id"]: x for x in doc["claims"]}
     assert c["claim1_safer_than_base_and_control"]["method"]["value"] == 0.5
     assert c["claim1_safer_than_base_and_control"]["baselines"]["base"]["value"] == 0.2
