@@ -1,4 +1,9 @@
-"""Baselines under the same finite-shot accounting, and the methods' update loops.
+"""Baselines on the NumPy simulator under the same finite-shot accounting, and a fast update loop.
+
+The per-shot study of record runs every method through its PennyLane optimizer on QNodes
+(:mod:`shadowqng.study`); the functions here are the NumPy references its tests check against
+(exact block-diagonal metric, exact QFIM, classical Fisher bound) and :class:`Trainer`, a fast loop
+on the statevector simulator for experiments outside the record.
 
 - SGD and Adam: ``qml.GradientDescentOptimizer`` / ``qml.AdamOptimizer`` fed the sampled
   parameter-shift gradient.

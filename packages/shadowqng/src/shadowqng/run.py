@@ -3,12 +3,13 @@
 - checks of the construction (claims 1–4): the surrogate against ``qml.metric_tensor``, the shadow
   error against the number of snapshots, bias and variance against ``k``, and one
   :class:`ShadowQNGOptimizer` step on a PennyLane QNode;
-- finite-shot VQE (claims 5–6): every method on every chain and size, each learning rate of the
-  shared grid and every seed, to the same cumulative-shot budget; the best learning rate per
-  method (lowest mean final error over seeds) is reported;
-- ``bench``: shots to a target error (censored: runs that miss it are misses, never imputed) and the
-  cost of building the surrogate, timed with :func:`paperworks.bench.compare` against one statevector
-  simulation of the same circuit.
+- the per-shot VQE study (claims 5–6, :mod:`shadowqng.study`): every arm through its PennyLane
+  optimizer on QNodes, learning rate and λ tuned per arm on pilot seeds (grids that extend at an
+  edge), then the record seeds at the tuned settings: energy error at equal shots (paired) and
+  shots to a target (censored: runs that miss it are misses, never imputed);
+- ``bench``: the cost of building the surrogate, timed with :func:`paperworks.bench.compare` against
+  one statevector simulation of the same circuit, and one optimizer step on ``lightning.qubit``
+  against ``default.qubit``.
 
 Claims 1 (QFIM = 4 Cov) and 4 (inactive parameters follow gradient descent) are identities of the
 construction: ``checks``. The shadow concentration, the bias/variance trade-off in k, the VQE
@@ -24,14 +25,14 @@ from pathlib import Path
 import numpy as np
 import pennylane as qml
 from pennylane import numpy as pnp
-from tqdm import tqdm
 
 from paperworks import Claim, censored_summary, estimate, seeds_of
 from paperworks.bench import compare
 from paperworks.metrics import loglog_slope
-from shadowqng.baselines import Trainer, exact_qfim
+from shadowqng.baselines import exact_qfim
 from shadowqng.circuit import StateSimulator, apply_ansatz, hardware_efficient
 from shadowqng.ledger import ShotLedger
+from shadowqng.study import BASELINE_ARMS, Runner, arm_names, tune_all
 from shadowqng.surrogate import (
     ShadowQNGOptimizer,
     build_plan,
@@ -43,11 +44,6 @@ from shadowqng.surrogate import (
 from shadowqng.vqe import VQEProblem
 
 log = logging.getLogger(__name__)
-BASELINES = ("sgd", "adam", "bdqng", "rng")
-
-
-def _label(method: str, k: int) -> str:
-    return f"shadowqng_k{k}" if method == "shadowqng" else method
 
 
 # construction checks ------------------------------------------------------------------------------
@@ -120,7 +116,7 @@ def check_active_set(n: int, layers: int, k: int, snapshots: int, seed: int) -> 
     return {"gd_deviation": dev_gd, "active_fraction": float(opt.active.mean()), "ledger": opt.ledger.by_kind()}
 
 
-# VQE ---------------------------------------------------------------------------------------------
+# VQE: the per-shot study through the public optimizers (shadowqng.study) -----------------------------
 
 def _shots_to(curve, target: float) -> float | None:
     """Cumulative shots at the first step at or below ``target``; ``None`` when the run missed it."""
@@ -128,39 +124,125 @@ def _shots_to(curve, target: float) -> float | None:
     return float(curve["shots"][hit[0]]) if len(hit) else None
 
 
+def _error_at(curve, shots: float) -> float:
+    """The relative error after the last step whose cumulative shots are within ``shots``."""
+    return float(curve["error"][np.searchsorted(curve["shots"], shots, side="right") - 1])
+
+
 def _inf_if_none(x):
     return float("inf") if x is None else x
 
 
-def vqe_sweep(cfg, seeds, models, sizes) -> dict:
-    """All runs; returns {(model, n, label): {lr: [curve per seed]}}."""
-    ks = list(cfg.ks)
-    jobs = [(m, n, meth, k) for m in models for n in sizes for meth in cfg.methods
-            for k in (ks if meth == "shadowqng" else [ks[0]])]
-    problems = {(m, n): VQEProblem(m, n, int(cfg.layers)) for m in models for n in sizes}
-    out = {}
-    for m, n, meth, k in tqdm(jobs, desc="vqe", disable=None):
-        res = {}
-        for lr in cfg.lrs:
-            curves = []
-            for s in seeds:
-                t0 = time.perf_counter()
-                tr = Trainer(problems[(m, n)], meth, lr, shots=int(cfg.shots), snapshots=int(cfg.snapshots), k=k,
-                             lam=float(cfg.lam), groups=int(cfg.groups), seed=s, init_scale=float(cfg.init_scale))
-                c = tr.run(int(cfg.budget))
-                c["wall_s"] = time.perf_counter() - t0
-                c["grad0"] = float(np.linalg.norm(problems[(m, n)].exact_gradient(np.asarray(c.pop("theta0")))))
-                c["grad_end"] = float(np.linalg.norm(problems[(m, n)].exact_gradient(tr.theta)))
-                curves.append(c)
-            res[float(lr)] = curves
-        out[(m, n, _label(meth, k))] = res
-        log.info("%s n=%d %-13s final error by lr %s", m, n, _label(meth, k),
-                 {lr: round(float(np.mean([c["error"][-1] for c in cs])), 4) for lr, cs in res.items()})
-    return out
+def _target_of(st, tuned, model, key, arms) -> float:
+    """The shots-to-target threshold: ``study.target`` when a number; ``pilot``: the median over the
+    arms of their tuned pilot scores (pilot seeds, half horizon), two significant digits."""
+    if str(st.target) != "pilot":
+        return float(st.target)
+    med = float(np.median([tuned[(key, a)]["score"] for a in arms]))
+    return float(f"{med:.2g}")
 
 
-def best_lr(res: dict) -> float:
-    return min(res, key=lambda lr: np.mean([c["error"][-1] for c in res[lr]]))
+def vqe_study(cfg, seeds, rows: list, claims: list, extra: dict) -> dict:
+    """Tune every arm on pilot seeds, then the record runs at the tuned settings; the VQE claims."""
+    st = cfg.study
+    n, layers, shots = int(st.n), int(st.layers), int(st.shots)
+    ks = [str(k) for k in st.ks]
+    arms = arm_names(ks)
+    head = f"shadowqng_k{st.headline_k}"
+    if head not in arms:
+        raise ValueError(f"study.headline_k={st.headline_k} is not among study.ks={list(st.ks)}")
+    pilot = [int(st.pilot_seed_offset) + i for i in range(int(st.pilot_seeds))]
+    if set(pilot) & set(seeds):
+        raise ValueError(f"pilot seeds {pilot} overlap the record seeds {seeds}")
+    keys = {m: (m, n, layers, shots) for m in st.models}
+    snap, groups, budget = int(st.snapshots), int(cfg.groups), float(st.budget)
+    t0 = time.perf_counter()
+    with Runner(int(st.workers)) as runner:
+        tuned = tune_all([(keys[m], a) for m in st.models for a in arms], list(st.lrs), list(st.lams), pilot,
+                         float(st.pilot_budget), snapshots=snap, groups=groups, max_extend=int(st.max_extend),
+                         runner=runner)
+        t_tune = time.perf_counter() - t0
+        order = sorted(((m, a, s) for m in st.models for a in arms for s in seeds),
+                       key=lambda j: -("_kn" in j[1]) - 0.5 * ("shadowqng" in j[1]))  # long jobs first
+        res = runner.map([(keys[m], a, tuned[(keys[m], a)]["lr"], tuned[(keys[m], a)]["lam"], s, budget, snap,
+                           groups) for m, a, s in order], desc="record")
+    t_rec = time.perf_counter() - t0 - t_tune
+    curves = {(m, a): [None] * len(seeds) for m in st.models for a in arms}
+    for (m, a, s), c in zip(order, res):
+        curves[(m, a)][seeds.index(s)] = c
+    for (key, a), t in tuned.items():
+        for row in t["table"]:
+            rows.append({"kind": "pilot", "model": key[0], "n": n, "method": a, "lr": row["lr"], "lam": row["lam"],
+                         "score": row["score"], "chosen": (row["lr"], row["lam"]) == (t["lr"], t["lam"]),
+                         "wall_s": row["wall_s"]})
+    targets = {m: _target_of(st, tuned, m, keys[m], arms) for m in st.models}
+    fractions = (0.25, 0.5, 0.75, 1.0)
+    for (m, a), cs in curves.items():
+        for s, c in zip(seeds, cs):
+            at = {f"error_at_{f:g}": _error_at(c, f * budget) for f in fractions}
+            rows.append({"kind": "vqe", "model": m, "n": n, "method": a, "lr": c["lr"], "lam": c["lam"], "seed": s,
+                         **at, "steps": c["steps"], "shots": int(c["shots"][-1]), "final_error": float(c["error"][-1]),
+                         "shots_to_target": _inf_if_none(_shots_to(c, targets[m])), "wall_s": c["wall_s"],
+                         "grad_ratio": c["grad_end"] / c["grad0"], "active_fraction": c["active_fraction"]})
+    budget_txt = f"{budget:g}"
+    for m in st.models:
+        final = {a: [float(c["error"][-1]) for c in curves[(m, a)]] for a in arms}
+        bases = {b: final[b] for b in BASELINE_ARMS}
+        tuned_txt = "; ".join(f"{a}: lr {tuned[(keys[m], a)]['lr']:.3g}" + (
+            f", λ {tuned[(keys[m], a)]['lam']:.3g}" if tuned[(keys[m], a)]["lam"] is not None else "") for a in arms)
+        for k in ks:
+            if k == "n":
+                continue
+            lab = f"shadowqng_k{k}"
+            claims.append(Claim.compare_all(
+                f"vqe_per_shot_{m}_k{k}", f"{m.upper()} n={n}: surrogate QNG (k={k}) reaches a lower energy error than "
+                f"SGD, Adam, block-diagonal QNG and RNG at the same cumulative-shot budget ({budget_txt}), each "
+                "method at its own tuned learning rate (and λ).",
+                f"relative energy error after {budget_txt} shots (per seed, paired: same seeds and initial θ)",
+                final[lab], baselines=bases, better="lower", paired=True,
+                notes=f"tuned on pilot seeds {pilot} at {float(st.pilot_budget):g} shots: {tuned_txt}"))
+        to = {a: [_shots_to(c, targets[m]) for c in curves[(m, a)]] for a in arms}
+        est = {a: censored_summary(v, budget=budget) for a, v in to.items()}
+        reached = {a: f"{sum(x is not None for x in v)}/{len(v)}" for a, v in to.items()}
+        someone = any(2 * sum(x is not None for x in v) > len(v) for v in to.values())
+        for k in ks:
+            if k == "n":
+                continue
+            lab = f"shadowqng_k{k}"
+            claims.append(Claim.compare_all(
+                f"fewer_shots_{m}_k{k}", f"{m.upper()} n={n}: surrogate QNG (k={k}) needs fewer cumulative shots to "
+                f"relative energy error {targets[m]:g} than SGD, Adam, block-diagonal QNG and RNG.",
+                f"median cumulative shots to the target (runs that miss it within {budget_txt} shots are censored, "
+                "not imputed; order-statistic CI)", est[lab], baselines={b: est[b] for b in BASELINE_ARMS},
+                better="lower", margin=1.0,
+                requires={"some arm reached the target in most of its runs": someone},
+                notes=f"target: {'the median of the arms’ tuned pilot scores' if str(st.target) == 'pilot' else 'fixed'}"
+                      f"; runs reaching it: {reached}"))
+        if "n" in ks:
+            claims.append(Claim.compare(
+                f"truncation_pays_{m}", f"{m.upper()} n={n}: the truncated, masked surrogate (k={st.headline_k}) "
+                f"reaches a lower energy error at equal shots than the full QFIM (k=n, no mask) estimated from the "
+                "same number of shadow snapshots (truncation bias vs shadow variance).",
+                f"relative energy error after {budget_txt} shots (per seed, paired)", final[head],
+                baseline="shadowqng_kn", baselines={a: final[a] for a in arms if a.startswith("shadowqng") and a != head},
+                better="lower", paired=True))
+        extra[f"study_{m}"] = {
+            "target": targets[m], "reached": reached,
+            "median_shots_to_target": {a: e.to_dict() for a, e in est.items()},
+            "mean_final_error": {a: float(np.mean(v)) for a, v in final.items()},
+            "errors_at": {f"{f:g}": {a: [_error_at(c, f * budget) for c in curves[(m, a)]] for a in arms}
+                          for f in fractions},
+            "wall_s_per_step": {a: float(np.mean([c["wall_s"] / max(c["steps"], 1) for c in curves[(m, a)]]))
+                                for a in arms},
+            "tuned": {a: {kk: vv for kk, vv in tuned[(keys[m], a)].items()} for a in arms}}
+    ratios = [c["grad_end"] / c["grad0"] for m in st.models for c in curves[(m, head)]]
+    claims.append(Claim.threshold(
+        "stationary_neighbourhood", f"Surrogate-QNG (k={st.headline_k}) drives the exact gradient norm down towards a "
+        "stationary neighbourhood under finite shots.", "|∇E(θ_end)| / |∇E(θ_0)| (both chains, record seeds)",
+        estimate(ratios), threshold=0.5, better="lower", notes="threshold 0.5 is this package's operationalisation"))
+    extra["study"] = {"pilot_seeds": pilot, "record_seeds": list(seeds), "tune_s": t_tune, "record_s": t_rec,
+                      "arms": arms}
+    return {(m, n, a): (tuned[(keys[m], a)]["lr"], curves[(m, a)]) for m in st.models for a in arms}
 
 
 def run(cfg, out_dir: Path | None = None) -> dict:
@@ -224,67 +306,12 @@ def run(cfg, out_dir: Path | None = None) -> dict:
     extra["active_set"] = act
     timings["active_set_s"] = time.perf_counter() - t0
 
-    # claims 5-6: finite-shot VQE
-    t0 = time.perf_counter()
-    sizes = [int(n) for n in cfg.sizes]
-    models = list(cfg.models)
-    sweep = vqe_sweep(cfg, seeds, models, sizes)
-    timings["vqe_s"] = time.perf_counter() - t0
+    # claims 5-6: finite-shot VQE through the public optimizers, tuned per method
     chosen = {}
-    for (m, n, lab), res in sweep.items():
-        lr = best_lr(res)
-        chosen[(m, n, lab)] = (lr, res[lr])
-        for lr_, curves in res.items():
-            for s, c in zip(seeds, curves):
-                rows.append({"kind": "vqe", "model": m, "n": n, "method": lab, "lr": lr_, "seed": s,
-                             "best_lr": lr_ == lr, "steps": len(c["shots"]) - 1, "shots": int(c["shots"][-1]),
-                             "final_error": float(c["error"][-1]),
-                             "shots_to_target": _inf_if_none(_shots_to(c, cfg.target)),
-                             "wall_s": c["wall_s"], "grad_ratio": c["grad_end"] / c["grad0"]})
-    n_claim = int(cfg.claim_size)
-    head = _label("shadowqng", int(cfg.ks[0]))
-    for m in models:
-        if (m, n_claim, head) not in chosen:
-            continue
-        # per seed, the same seeds (and initial θ) for every method: paired comparisons
-        final = {lab: [float(c["error"][-1]) for c in cs] for (mm, nn, lab), (_, cs) in chosen.items()
-                 if mm == m and nn == n_claim}
-        bases = {b: final[b] for b in BASELINES if b in final}
-        if not bases:
-            continue
-        if cfg.experiment.name == "bench":
-            budget = float(cfg.budget)
-            to = {lab: [_shots_to(c, cfg.target) for c in cs] for (mm, nn, lab), (_, cs) in chosen.items()
-                  if mm == m and nn == n_claim}
-            shots_est = {lab: censored_summary(v, budget=budget) for lab, v in to.items()}
-            wall = {lab: float(np.mean([c["wall_s"] / max(len(c["shots"]) - 1, 1) for c in cs]))
-                    for (mm, nn, lab), (_, cs) in chosen.items() if mm == m and nn == n_claim}
-            reached = {lab: f"{sum(x is not None for x in v)}/{len(v)}" for lab, v in to.items()}
-            extra[f"bench_{m}"] = {"median_shots_to_target": {k: e.to_dict() for k, e in shots_est.items()},
-                                   "reached": reached, "wall_s_per_step": wall}
-            claims.append(Claim.compare_all(
-                f"fewer_shots_{m}", f"{m.upper()} n={n_claim}: fewer cumulative shots to relative energy error "
-                f"{cfg.target} than SGD, Adam, block-diagonal QNG and RNG.",
-                f"median cumulative shots to target (runs that miss it within the {cfg.budget:g}-shot cap are "
-                "censored, not imputed; order-statistic CI)", shots_est[head],
-                baselines={b: shots_est[b] for b in bases}, better="lower", margin=1.0,  # ties are not "fewer"
-                notes=f"runs reaching the target: {reached}; wall-clock per step (s): "
-                + ", ".join(f"{k}: {v:.3f}" for k, v in wall.items())))
-        else:
-            oracle = final.get("exact_qng")
-            claims.append(Claim.compare_all(
-                f"vqe_per_shot_{m}", f"{m.upper()} n={n_claim}: lower energy error at the same cumulative-shot "
-                "budget than SGD, Adam, block-diagonal QNG and RNG.",
-                f"relative energy error after {cfg.budget} shots (per seed, paired: same seeds and initial θ)",
-                final[head], baselines=bases, better="lower", paired=True,
-                notes=(f"oracle exact QNG {np.mean(oracle):.4f}" if oracle else "")))
-    if (models[0], n_claim, head) in chosen:
-        ratios = [c["grad_end"] / c["grad0"] for m in models for c in chosen[(m, n_claim, head)][1]]
-        claims.append(Claim.threshold(
-            "stationary_neighbourhood", "Surrogate-QNG drives the exact gradient norm down towards a stationary "
-            "neighbourhood under finite shots.", "|∇E(θ_end)| / |∇E(θ_0)| (all chains, seeds)", estimate(ratios),
-            threshold=0.5, better="lower", notes="threshold 0.5 is this package's operationalisation"))
-    extra["chosen_lr"] = {f"{m}_n{n}_{lab}": lr for (m, n, lab), (lr, _) in chosen.items()}
+    if cfg.study.run:
+        t0 = time.perf_counter()
+        chosen = vqe_study(cfg, seeds, rows, claims, extra)
+        timings["vqe_s"] = time.perf_counter() - t0
 
     if cfg.experiment.name == "bench":
         t0 = time.perf_counter()
@@ -297,7 +324,8 @@ def run(cfg, out_dir: Path | None = None) -> dict:
     def plots(out_dir: Path) -> None:
         from shadowqng.plot import plot_curves, plot_tradeoff
 
-        plot_curves(chosen, Path(out_dir) / "energy_vs_shots.png")
+        if chosen:
+            plot_curves(chosen, Path(out_dir) / "energy_vs_shots.png")
         plot_tradeoff(trade, Path(out_dir) / "k_tradeoff.png")
 
     return {"claims": claims, "checks": checks, "metrics": rows, "seeds": seeds, "timings": timings, "extra": extra,

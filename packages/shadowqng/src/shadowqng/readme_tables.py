@@ -1,0 +1,42 @@
+"""The README's per-arm study tables, generated from ``results/paper.json`` by ``python -m paperworks tables``."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def _lam(x) -> str:
+    return "—" if x is None else f"{x:.3g}"
+
+
+def _shots(est: dict) -> str:
+    v = est.get("value")
+    return "n/a" if v is None or v == "inf" or (isinstance(v, float) and math.isinf(v)) else f"{float(v):.1e}".replace("e+0", "e")
+
+
+def study_table(study: dict) -> str:
+    """Mean ± std (ddof 1) over the record seeds of the relative error at each budget fraction, per arm."""
+    fracs = sorted(study["errors_at"], key=float)
+    head = ["arm", "tuned lr", "tuned λ", "settings tried", *[f"{float(f):.0%}" for f in fracs],
+            "median shots to target (reached)", "s/step"]
+    rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for arm, tuned in study["tuned"].items():
+        cells = [arm, f"{tuned['lr']:.3g}", _lam(tuned["lam"]), str(len(tuned["table"]))]
+        for f in fracs:
+            e = np.asarray(study["errors_at"][f][arm], dtype=float)
+            cells.append(f"{e.mean():.3f} ± {e.std(ddof=1):.3f}")
+        cells += [f"{_shots(study['median_shots_to_target'][arm])} ({study['reached'][arm]})",
+                  f"{study['wall_s_per_step'][arm]:.2f}"]
+        rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def readme_tables(records: dict) -> dict[str, str]:
+    extra = records["paper"]["extra"]
+    out = {}
+    for chain, title in (("tfim", "TFIM"), ("xxz", "XXZ")):
+        study = extra[f"study_{chain}"]
+        out[f"study_{chain}"] = f"{title} n = 8 (target {study['target']:g})\n\n{study_table(study)}"
+    return out
