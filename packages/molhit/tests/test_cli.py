@@ -1,7 +1,8 @@
 from paperworks.testing import run_cli, smoke_without_matplotlib
 
 CLAIMS = {"near_perfect_validity", "validity_beats_mask", "quality_beats_baselines", "dae_fidelity_moses", "dae_fidelity_charged", "dae_generation",
-          "qed_guidance", "mw_guidance", "scaffold_extension"}
+          "qed_guidance", "mw_guidance", "joint_guidance", "scaffold_extension", "scaffold_validity",
+          "quality_novelty_pareto"}
 
 
 def test_smoke_cli_writes_results(tmp_path):

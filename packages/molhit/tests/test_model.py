@@ -191,3 +191,15 @@ def test_bad_input_gets_clear_errors(tmp_path):
         h.marginal(9, 1)
     with pytest.raises(ValueError, match="t must"):
         h.marginal(0, 5)
+
+
+def test_cosine_schedule_differs_from_constant_and_resumes(tmp_path):
+    kw = dict(batch_size=8, log_every=0, seed=3)
+    l_cos = _small().fit(SMILES, steps=10, lr_schedule="cosine", **kw)
+    assert l_cos[0] == _small().fit(SMILES, steps=1, **kw)[0]        # step 0 runs at the full lr
+    assert l_cos != _small().fit(SMILES, steps=10, **kw)               # then it decays
+    ck = tmp_path / "c.pt"
+    _small().fit(SMILES, steps=10, lr_schedule="cosine", checkpoint=ck, time_limit=0.0, **kw)
+    assert _small().fit(SMILES, steps=10, lr_schedule="cosine", checkpoint=ck, resume=True, **kw) == l_cos
+    with pytest.raises(ValueError, match="lr_schedule"):
+        _small().fit(SMILES, steps=2, lr_schedule="step", **kw)

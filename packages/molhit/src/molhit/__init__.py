@@ -12,4 +12,4 @@ __all__ = [
     "HierarchicalDiffusion", "MarginalDiffusion", "MolHIT", "decoupled_encoding", "digress_encoding",
     "graphs_from_smiles", "load_moses", "moses_metrics", "read_smiles_file",
 ]
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -1,9 +1,4 @@
-"""Data: the MOSES CSVs (vendored from the ``molsets`` 0.3.1 wheel), users' SMILES files, and graph tensors.
-
-``molsets`` pins a ``pomegranate`` that does not build on Python 3.11 and ``import moses`` fails
-on current RDKit, so the MOSES splits ship inside this package, unchanged, under
-``molhit/_vendor/moses/dataset/data`` (see ``_vendor/moses/VENDORED.md``).
-"""
+"""Data: the MOSES splits (read through :mod:`paperworks.moses`), users' SMILES files, and graph tensors."""
 
 from __future__ import annotations
 
@@ -13,52 +8,15 @@ import io
 import logging
 from pathlib import Path
 
-import numpy as np
 import torch
 from rdkit import Chem
 
-from paperworks import atomic_write_text, cache_dir
+from paperworks.moses import load_moses, moses_path  # noqa: F401 (molhit.data.load_moses, re-exported)
 
 log = logging.getLogger(__name__)
-SPLITS = {"train": "train.csv.gz", "test": "test.csv.gz", "test_scaffolds": "test_scaffolds.csv.gz"}
-# MOSES's files (molsets 0.3.1), vendored: molsets itself does not install on Python 3.11 with its deps
+# MOSES's metric code (molsets 0.3.1), vendored for molhit.molsets_ref; the splits ship in paperworks
 MOSES_DIR = Path(__file__).resolve().parent / "_vendor" / "moses"
 INSTALL = "pip install --force-reinstall paperworks-molhit"
-
-
-def moses_path(split: str = "train") -> Path:
-    """Path of a MOSES split (the CSVs of the ``molsets`` 0.3.1 wheel, shipped inside molhit)."""
-    if split not in SPLITS:
-        raise ValueError(f"split must be one of {sorted(SPLITS)}, got {split!r}")
-    path = MOSES_DIR / "dataset" / "data" / SPLITS[split]
-    if not path.exists():
-        raise FileNotFoundError(f"{path} is missing: reinstall molhit (`{INSTALL}`)")
-    return path
-
-
-def load_moses(split: str = "train", n: int | None = None, seed: int = 0) -> list[str]:
-    """SMILES of a MOSES split; ``n`` draws a random subset (without replacement) with ``seed``.
-
-    Subsets are cached under ``~/.cache/paperworks/molhit`` (``PAPERWORKS_CACHE`` overrides).
-    """
-    path = moses_path(split)
-    cache = None
-    if n is not None:
-        if n < 1:
-            raise ValueError(f"n must be >= 1, got {n}")
-        cache = cache_dir("molhit") / f"moses_{split}_{n}_{seed}.smi"
-        if cache.exists():
-            return cache.read_text().split()
-    with gzip.open(path, "rt", newline="") as fh:
-        rows = csv.reader(fh)
-        header = next(rows)
-        col = header.index("SMILES")
-        smiles = [r[col] for r in rows]
-    if n is not None:
-        idx = np.random.default_rng(seed).choice(len(smiles), size=min(n, len(smiles)), replace=False)
-        smiles = [smiles[i] for i in idx]
-        atomic_write_text(cache, "\n".join(smiles) + "\n")
-    return smiles
 
 
 def read_smiles_file(path) -> tuple[list[str], int]:

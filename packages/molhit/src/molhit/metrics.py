@@ -1,25 +1,35 @@
 """The MOSES metric suite, written with RDKit (``import moses`` fails on current RDKit).
 
-Definitions follow MOSES (Polykovskiy et al., 2020, "Molecular Sets (MOSES)"):
+Definitions and metric names follow MOSES (Polykovskiy et al., 2020, "Molecular Sets (MOSES)",
+``moses.get_all_metrics``):
 
-- validity: fraction of the samples that are valid. *Strict*: the SMILES parses, sanitises
-  with no fixing and is one connected molecule (no '.'); *lenient*: the largest fragment of a
-  parsable SMILES is kept (reported beside strict, never instead of it).
-- uniqueness: unique canonical SMILES / valid (MOSES reports unique@k; we use all valid).
-- novelty: fraction of the unique valid molecules not in the training set.
-- SNN: mean over generated molecules of the max Tanimoto similarity (Morgan r=2, 1024 bits)
+- ``valid``: fraction of the samples that are valid. *Strict* (ours): the SMILES parses, sanitises
+  with no fixing and is one connected molecule (no '.'); MOSES's ``fraction_valid`` also counts a
+  disconnected SMILES, which is our ``valid_lenient`` (the largest fragment of a parsable SMILES is
+  kept), reported beside strict, never instead of it.
+- ``unique@1000`` / ``unique@10000``: unique canonical SMILES among the first k valid samples (MOSES's
+  ``fraction_unique(valid, k)``; with fewer than k valid samples MOSES warns and uses them all, and so
+  do we: ``n_valid`` says how many there were). ``unique``: over all valid samples.
+- ``Novelty``: fraction of the unique valid molecules not in the training set.
+- ``SNN/Test``: mean over generated molecules of the max Tanimoto similarity (Morgan r=2, 1024 bits)
   to the reference (test) set.
-- Frag / Scaf: cosine similarity of BRICS-fragment / Bemis–Murcko-scaffold count vectors
-  (fragments: the molecule cut at its BRICS bonds; scaffolds with < 2 rings are not counted —
+- ``Frag/Test`` / ``Scaf/Test``: cosine similarity of BRICS-fragment / Bemis–Murcko-scaffold count
+  vectors (fragments: the molecule cut at its BRICS bonds; scaffolds with < 2 rings are not counted —
   both exactly as MOSES's ``compute_fragments``/``compute_scaffolds``).
-- IntDiv1: 1 − mean Tanimoto over all ordered pairs of the generated set (self pairs included, as in MOSES).
-- FCD: Fréchet ChemNet distance to the test set via ``fcd_torch`` (its wheel ships the weights).
-- quality: fraction of *all* samples that are valid, unique, QED ≥ 0.6 and SA ≤ 4 (the GenMol
-  definition, Lee et al. 2025); SA from RDKit's Contrib ``sascorer``.
+- ``IntDiv`` / ``IntDiv2``: 1 − mean_i (mean_j T_ij^p)^(1/p) over all ordered pairs of the generated
+  set (self pairs included), p = 1 / 2, as MOSES's ``internal_diversity``.
+- ``Filters``: fraction of the valid molecules that pass MOSES's MCF and PAINS filters, have only
+  C, N, S, O, F, Cl, Br, H, no charge and no ring of 8 or more atoms (``mol_passes_filters``, with
+  MOSES's own ``mcf.csv``/``wehi_pains.csv`` shipped in ``molhit/_vendor/moses``).
+- ``FCD/Test``: Fréchet ChemNet distance to the test set via ``fcd_torch`` (its wheel ships the
+  weights). FCD is biased upwards at small n (MOSES test against the same reference: ~7.6 at
+  n = 200, ~1.9 at 1,000), so ``moses_metrics(fcd_n=n)`` computes it on exactly the first n valid
+  samples (``nan`` with fewer) and :func:`fcd_floor` gives the same-n MOSES-vs-MOSES value.
+- ``quality``: fraction of *all* samples that are valid, unique, QED ≥ 0.6 and SA ≤ 4 (the GenMol
+  definition, Lee et al. 2025; not a MOSES metric); SA from RDKit's Contrib ``sascorer``.
 
-SNN, Frag, Scaf, IntDiv and FCD are computed on the valid samples. :mod:`molhit.molsets_ref`
-loads MOSES's own metric code so the tests can compare the two (MOSES's ``fraction_valid``
-counts a disconnected SMILES as valid: our *strict* validity does not).
+SNN, Frag, Scaf, IntDiv, Filters and FCD are computed on the valid samples. :mod:`molhit.molsets_ref`
+loads MOSES's own metric code so the tests can compare the two.
 """
 
 from __future__ import annotations
@@ -144,23 +154,90 @@ def fcd(gen, ref) -> float:
     return float(model.metric(_FCD["ref"], model.precalc(list(gen))))
 
 
+def internal_diversity_p(gen, p: int = 1) -> float:
+    """MOSES's ``internal_diversity(gen, p)``: 1 − mean_i (mean_j T_ij^p)^(1/p), self pairs included."""
+    fg = _fps(gen)
+    per = [np.mean(np.power(DataStructs.BulkTanimotoSimilarity(f, fg), p)) ** (1.0 / p) for f in fg]
+    return float(1.0 - np.mean(per))
+
+
+_FILTERS = []
+
+
+def _filter_patterns():
+    if not _FILTERS:
+        import csv
+        from pathlib import Path
+
+        base = Path(__file__).resolve().parent / "_vendor" / "moses" / "metrics"
+        with open(base / "mcf.csv", newline="", encoding="utf-8") as fh:
+            smarts = [row["smarts"] for row in csv.DictReader(fh)]
+        with open(base / "wehi_pains.csv", newline="", encoding="utf-8") as fh:
+            smarts += [row[0].strip() for row in csv.reader(fh) if row]
+        _FILTERS.extend(Chem.MolFromSmarts(x) for x in smarts)
+    return _FILTERS
+
+
+def passes_filters(mol) -> bool:
+    """MOSES's ``mol_passes_filters``: MCF and PAINS filters, allowed atoms, no charge, no ring >= 8."""
+    if isinstance(mol, str):
+        mol = Chem.MolFromSmiles(mol)
+    if mol is None:
+        return False
+    rings = mol.GetRingInfo()
+    if rings.NumRings() and any(len(r) >= 8 for r in rings.AtomRings()):
+        return False
+    if any(a.GetFormalCharge() != 0 for a in mol.GetAtoms()):
+        return False
+    if any(a.GetSymbol() not in {"C", "N", "S", "O", "F", "Cl", "Br", "H"} for a in mol.GetAtoms()):
+        return False
+    h_mol = Chem.AddHs(mol)
+    if any(h_mol.HasSubstructMatch(p) for p in _filter_patterns()):
+        return False
+    smi = Chem.MolToSmiles(mol, isomericSmiles=False)
+    return bool(smi) and Chem.MolFromSmiles(smi) is not None
+
+
+def fcd_floor(reference, sample) -> float:
+    """FCD of ``sample`` (real molecules, e.g. other MOSES test molecules) to ``reference``: the value a
+    perfect generator would get at ``len(sample)`` molecules, the small-n bias to read FCD against."""
+    return fcd([c for c in (canonical(s) for s in sample) if c is not None], list(reference))
+
+
+_TRAIN = {}
+
+
+def _canonical_set(smiles) -> set:
+    """Canonical SMILES of a training set, kept for the next call with the same list (novelty is computed
+    for many sample sets against one training set)."""
+    key = hash(tuple(smiles))
+    if _TRAIN.get("key") != key:
+        _TRAIN["set"], _TRAIN["key"] = {canonical(s) for s in smiles}, key
+    return _TRAIN["set"]
+
+
 def moses_metrics(smiles, reference=None, *, train=None, lenient_smiles=None, compute_fcd: bool = True,
-                  qed_min: float = 0.6, sa_max: float = 4.0) -> dict:
-    """The MOSES suite on generated ``smiles``.
+                  fcd_n: int | None = None, qed_min: float = 0.6, sa_max: float = 4.0) -> dict:
+    """The MOSES suite on generated ``smiles``, under MOSES's metric names.
 
     Args:
         smiles: generated SMILES, one per sample; ``None``/unparsable entries count as invalid.
         reference: the test-set SMILES for SNN/Frag/Scaf/FCD (skipped if ``None``).
-        train: training SMILES for novelty (skipped if ``None``).
+        train: training SMILES for ``Novelty`` (skipped if ``None``).
         lenient_smiles: optional per-sample SMILES from lenient decoding (largest fragment);
             if ``None``, lenient validity takes the largest fragment of ``smiles``.
         compute_fcd: FCD needs a few hundred samples to mean anything; off for tiny runs.
+        fcd_n: compute ``FCD/Test`` on exactly the first ``fcd_n`` valid samples (``nan`` with fewer),
+            so that processes are compared at one n (FCD's bias depends on n); ``None``: all valid ones.
 
     Returns:
-        A dict of floats (``nan`` where undefined) plus ``n``, ``n_valid``, ``n_invalid``.
+        A dict of floats (``nan`` where undefined) plus ``n``, ``n_valid``, ``n_invalid``: ``valid``,
+        ``valid_lenient``, ``unique``, ``unique@1000``, ``unique@10000``, ``Novelty``, ``quality``,
+        ``IntDiv``, ``IntDiv2``, ``Filters`` and, with a reference, ``SNN/Test``, ``Frag/Test``,
+        ``Scaf/Test``, ``FCD/Test`` (see the module docstring).
 
     Example:
-        >>> moses_metrics(["CCO", "CCO", "C1CC", None])["validity"]
+        >>> moses_metrics(["CCO", "CCO", "C1CC", None])["valid"]
         0.5
     """
     if isinstance(smiles, str) or not hasattr(smiles, "__len__"):
@@ -168,32 +245,42 @@ def moses_metrics(smiles, reference=None, *, train=None, lenient_smiles=None, co
     n = len(smiles)
     if n == 0:
         raise ValueError("smiles must hold at least one sample")
+    if fcd_n is not None and (not isinstance(fcd_n, int) or isinstance(fcd_n, bool) or fcd_n < 2):
+        raise ValueError(f"fcd_n must be an int >= 2 or None, got {fcd_n!r}")
     valid = [c for c in (canonical(s) for s in smiles) if c is not None]
     lsrc = smiles if lenient_smiles is None else lenient_smiles
     if len(lsrc) != n:
         raise ValueError(f"lenient_smiles must have one entry per sample ({n}), got {len(lsrc)}")
     n_lenient = sum(canonical(s, lenient=True) is not None for s in lsrc)
     uniq = sorted(set(valid))
-    out = {"n": n, "n_valid": len(valid), "n_invalid": n - len(valid), "validity": len(valid) / n,
-           "validity_lenient": n_lenient / n, "uniqueness": len(uniq) / len(valid) if valid else float("nan")}
     nan = float("nan")
+    out = {"n": n, "n_valid": len(valid), "n_invalid": n - len(valid), "valid": len(valid) / n,
+           "valid_lenient": n_lenient / n, "unique": len(uniq) / len(valid) if valid else nan}
+    for k in (1000, 10000):  # MOSES: the first k valid ones (all of them, with a warning, if fewer)
+        out[f"unique@{k}"] = len(set(valid[:k])) / len(valid[:k]) if valid else nan
     if train is not None:
-        tr = {canonical(s) for s in train}
-        out["novelty"] = float(np.mean([s not in tr for s in uniq])) if uniq else nan
+        tr = _canonical_set(train)
+        out["Novelty"] = float(np.mean([s not in tr for s in uniq])) if uniq else nan
     good = 0
     for s in uniq:
         m = Chem.MolFromSmiles(s)
         good += QED.qed(m) >= qed_min and sa_score(m) <= sa_max
     out["quality"] = good / n
-    out["intdiv"] = internal_diversity(valid) if valid else nan
+    out["IntDiv"] = internal_diversity(valid) if valid else nan
+    out["IntDiv2"] = internal_diversity_p(valid, 2) if valid else nan
+    out["Filters"] = float(np.mean([passes_filters(s) for s in valid])) if valid else nan
     if reference is not None:
         ref = [c for c in (canonical(s) for s in reference) if c is not None]
         if not ref:
             raise ValueError(f"reference holds no valid SMILES ({len(reference)} given): SNN/Frag/Scaf/FCD need a "
                              "reference set; pass reference=None to skip them")
-        out["snn"] = snn(valid, ref) if valid else nan
-        out["frag"] = frag_similarity(valid, ref) if valid else nan
-        out["scaf"] = scaf_similarity(valid, ref) if valid else nan
+        out["SNN/Test"] = snn(valid, ref) if valid else nan
+        out["Frag/Test"] = frag_similarity(valid, ref) if valid else nan
+        out["Scaf/Test"] = scaf_similarity(valid, ref) if valid else nan
         if compute_fcd and importlib.util.find_spec("fcd_torch") is not None:
-            out["fcd"] = fcd(valid, ref) if len(valid) >= 2 else nan
+            if fcd_n is None:
+                out["FCD/Test"] = fcd(valid, ref) if len(valid) >= 2 else nan
+            else:
+                out["FCD/Test"] = fcd(valid[:fcd_n], ref) if len(valid) >= fcd_n else nan
+            out["fcd_n"] = len(valid) if fcd_n is None else fcd_n
     return out

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import time
 import warnings
 from pathlib import Path
@@ -30,7 +29,7 @@ from torch.nn import functional as F
 from molhit.baselines import AbsorbingDiffusion, MarginalDiffusion
 from molhit.diffusion import HierarchicalDiffusion, categorical
 from molhit.encoding import AtomEncoding, decoupled_encoding
-from paperworks import check_float, check_int
+from paperworks import atomic_torch_save, check_float, check_int
 
 log = logging.getLogger(__name__)
 PROCESSES = ("hierarchical", "absorbing", "marginal")
@@ -140,15 +139,6 @@ def _bond_temperature(logp: torch.Tensor, temperature: float, top_p: float) -> t
     log_bond = torch.log1p(-none.exp().clamp(max=1.0 - 1e-12))          # log(1 - p(no bond))
     types = _top_p((types / temperature).log_softmax(-1), top_p).log_softmax(-1)
     return torch.cat([none, log_bond + types], -1)
-
-
-def _atomic_save(state: dict, path) -> None:
-    """``torch.save`` to a temporary file beside ``path``, then rename: never a half-written file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    torch.save(state, tmp)
-    os.replace(tmp, path)
 
 
 def make_process(name: str, K: int, T: int, phi=None, marginal=None):
@@ -265,7 +255,7 @@ class MolHIT:
 
     def fit(self, data, *, steps: int = 1000, batch_size: int = 64, lr: float = 1e-3, seed: int = 0,
             cond=None, time_limit: float | None = None, log_every: int = 100, checkpoint=None,
-            checkpoint_every: int = 0, resume: bool = False) -> list[float]:
+            checkpoint_every: int = 0, resume: bool = False, lr_schedule: str = "constant") -> list[float]:
         """Train on ``data`` (SMILES list or the dict of :func:`molhit.data.graphs_from_smiles`).
 
         ``steps`` is the total number of optimiser steps: with ``resume=True`` and an existing
@@ -281,6 +271,8 @@ class MolHIT:
             checkpoint: path of the training checkpoint (model + optimiser + step + RNG states).
             checkpoint_every: write it every this many steps (0: only at the end).
             resume: continue from ``checkpoint`` if it exists.
+            lr_schedule: ``"constant"`` or ``"cosine"`` (``lr`` decays to 0 at ``steps`` by half a cosine;
+                a function of the step, so a resumed run follows the same schedule).
 
         Returns:
             The (all-rank mean) loss of every step, including the steps done before a resume.
@@ -295,6 +287,8 @@ class MolHIT:
         steps = check_int(steps, "steps", minimum=1)
         batch_size = check_int(batch_size, "batch_size", minimum=1)
         lr = check_float(lr, "lr", minimum=0.0, open_minimum=True)
+        if lr_schedule not in ("constant", "cosine"):
+            raise ValueError(f"lr_schedule must be 'constant' or 'cosine', got {lr_schedule!r}")
         from_smiles = isinstance(data, (list, tuple))
         if from_smiles:
             data = graphs_from_smiles(data, self.encoding)
@@ -332,6 +326,9 @@ class MolHIT:
                              net=train_net)
             opt.zero_grad(set_to_none=True)
             loss.backward()
+            if lr_schedule == "cosine":
+                for group in opt.param_groups:
+                    group["lr"] = 0.5 * lr * (1.0 + math.cos(math.pi * step / steps))
             value = _mean_over_ranks(loss.detach(), world)
             if not math.isfinite(value):
                 raise RuntimeError(f"training diverged: loss {value} at step {step}")
@@ -359,7 +356,7 @@ class MolHIT:
             states = [None] * world
             dist.all_gather_object(states, gen.get_state())
         if rank == 0:
-            _atomic_save({**self._spec(), "net": self.net.state_dict(), "opt": opt.state_dict(), "step": step,
+            atomic_torch_save({**self._spec(), "net": self.net.state_dict(), "opt": opt.state_dict(), "step": step,
                           "losses": list(losses), "rng": states, "world_size": world}, path)
         if world > 1:
             import torch.distributed as dist
@@ -392,7 +389,7 @@ class MolHIT:
         """Save the fitted model in one file: weights, atom encoding, process and its marginals, the
         training size distribution, denoiser sizes and ``cond_bins``; :meth:`load` needs nothing else
         (no training data). Written atomically; loadable with ``torch.load(weights_only=True)``."""
-        _atomic_save({**self._spec(), "net": self.net.state_dict()}, path)
+        atomic_torch_save({**self._spec(), "net": self.net.state_dict()}, path)
 
     @classmethod
     def load(cls, path, *, device: str = "cpu") -> MolHIT:

@@ -84,7 +84,8 @@ def moses_reference_metrics(gen, test, *, train=None) -> dict:
     as valid, unlike our strict validity). The others are computed on the valid samples as MOSES
     does (``remove_invalid``): ``unique`` (``fraction_unique`` over all of them), ``SNN``,
     ``Frag``, ``Scaf`` (its ``SNNMetric``/``FragMetric``/``ScafMetric``), ``IntDiv``
-    (``internal_diversity``), ``novelty`` and the per-molecule ``QED``/``SA`` means.
+    (``internal_diversity``, p = 1 and 2: ``intdiv``, ``intdiv2``), ``filters``
+    (``fraction_passes_filters``), ``novelty`` and the per-molecule ``QED``/``SA`` means.
     """
     mm, mu = load()
     gen = [s if isinstance(s, str) else "" for s in gen]
@@ -101,6 +102,8 @@ def moses_reference_metrics(gen, test, *, train=None) -> dict:
     out["frag"] = float(mm.FragMetric()(ref=test_mols, gen=mols))
     out["scaf"] = float(mm.ScafMetric()(ref=test_mols, gen=mols))
     out["intdiv"] = float(mm.internal_diversity(mols))
+    out["intdiv2"] = float(mm.internal_diversity(mols, p=2))
+    out["filters"] = float(mm.fraction_passes_filters(mols))
     out["qed_mean"] = float(sum(mu.QED(m) for m in mols) / len(mols))
     out["sa_mean"] = float(sum(mu.SA(m) for m in mols) / len(mols))
     if train is not None:

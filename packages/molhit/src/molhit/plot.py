@@ -9,17 +9,19 @@ from paperworks.plotting import savefig, use_style
 
 
 def quality_novelty(rows, path):
-    """Quality vs novelty over the temperature sweep (one line per process), plus the T=1 points."""
+    """Quality vs novelty over the temperature sweep (one line per process), plus the headline points (first seed)."""
     plt = use_style()
     fig, ax = plt.subplots()
+    seed0 = min((r.get("seed", 0) for r in rows if r.get("table") == "generation"), default=0)
+    rows = [r for r in rows if r.get("seed", 0) == seed0]   # one seed's points (the first)
     sweep = [r for r in rows if r.get("table") == "sweep"]
     for proc in sorted({r["process"] for r in sweep}):
         pts = sorted((r for r in sweep if r["process"] == proc), key=lambda r: r["temperature"])
-        ax.plot([r.get("novelty", float("nan")) for r in pts], [r["quality"] for r in pts], "o-", label=f"{proc} (sweep)")
+        ax.plot([r.get("Novelty", float("nan")) for r in pts], [r["quality"] for r in pts], "o-", label=f"{proc} (sweep)")
         for r in pts:
-            ax.annotate(f"T={r['temperature']:g}", (r.get("novelty", 0), r["quality"]), fontsize=7)
+            ax.annotate(f"T={r['temperature']:g}", (r.get("Novelty", 0), r["quality"]), fontsize=7)
     for r in (r for r in rows if r.get("table") == "generation"):
-        ax.plot([r.get("novelty", float("nan"))], [r["quality"]], "s", label=r["process"])
+        ax.plot([r.get("Novelty", float("nan"))], [r["quality"]], "s", label=r["process"])
     ax.set_xlabel("novelty")
     ax.set_ylabel("quality (valid, unique, QED≥0.6, SA≤4)")
     ax.legend(fontsize=7)

@@ -34,4 +34,4 @@ def run_sample(cfg, out_dir: Path | None = None) -> dict:
                         better="lower")
     return {"claims": [], "checks": [check], "metrics": rows,
             "extra": {"model": str(cfg.model), "process": model.process_name, "n": n,
-                      **{k: m[k] for k in ("validity", "validity_lenient", "uniqueness", "n_valid")}}}
+                      **{k: m[k] for k in ("valid", "valid_lenient", "unique", "n_valid")}}}

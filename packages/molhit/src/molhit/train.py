@@ -48,7 +48,9 @@ def training_data(cfg, encoding, seed: int) -> dict:
         data = graphs_from_smiles(smiles, encoding)
         data["skipped"]["invalid"] += bad
         return data
-    return graphs_from_smiles(load_moses("train", int(cfg.data.n_train), seed), encoding)
+    max_atoms = cfg.data.get("max_atoms")   # e.g. quick: small molecules only (counted as too_large)
+    return graphs_from_smiles(load_moses("train", int(cfg.data.n_train), seed), encoding,
+                              max_atoms=None if max_atoms is None else int(max_atoms))
 
 
 def encoding_of(name: str):
@@ -86,7 +88,8 @@ def main(argv=None) -> dict:
     data = training_data(cfg, model.encoding, seed)
     t0 = time.perf_counter()
     losses = model.fit(data, steps=int(cfg.train.steps), batch_size=int(cfg.train.batch_size),
-                       lr=float(cfg.train.lr), seed=seed, log_every=int(cfg.train.log_every),
+                       lr=float(cfg.train.lr), lr_schedule=str(cfg.train.get("lr_schedule", "constant")), seed=seed,
+                       log_every=int(cfg.train.log_every),
                        checkpoint=out / "checkpoint.pt", checkpoint_every=int(cfg.train.checkpoint_every),
                        resume=bool(cfg.resume), time_limit=cfg.train.get("time_limit"))
     checksum = float(sum(p.detach().double().sum() for p in model.net.parameters()))
