@@ -17,7 +17,7 @@ def test_smoke_cli_writes_results(tmp_path):
 
 def test_smoke_without_matplotlib_writes_results_and_no_plots(tmp_path, monkeypatch):
     doc = smoke_without_matplotlib("matt", run, monkeypatch, tmp_path,
-                                   overrides=("experiment=smoke", "lr_grid=[0.003,0.01]", "depths=[1,2]"))
+                                   overrides=("experiment=smoke", "lr_grid=[0.003]", "depths=[1,2]"))
     assert doc["experiment"] == "smoke"
 
 

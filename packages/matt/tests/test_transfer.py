@@ -82,3 +82,37 @@ def test_read_lines_skips_bad_rows(tmp_path):
     p.write_bytes(b"kyrku wyla\n\n\xff\xfe bad\nzezoke tik\n")
     lines, rep = read_lines(p)
     assert lines == ["kyrku wyla", "zezoke tik"] and rep["skipped"] == 2 and rep["skipped_lines"] == [2, 3]
+
+
+def test_tokenizer_corpus_and_budget_from_teacher():
+    from matt import SyntheticLanguages
+    from matt.data import split_corpora
+    from matt.run import resolve_budget
+
+    from paperworks.hydra_glue import compose
+
+    c = split_corpora(SyntheticLanguages(seed=0), n_teacher=300, share_b=0.5, n_transfer=50, n_eval=20, seed=0,
+                      tokenizer_share_b=0.1)
+    seen = set(c["teacher"]) | set(c["tokenizer"])
+    assert not (set(c["eval"]) | set(c["val"]) | set(c["transfer"])) & seen
+    b_lines = set(SyntheticLanguages(seed=0).sample("B", 150, seed=1))
+    assert sum(t in b_lines for t in c["teacher"]) == 150 and sum(t in b_lines for t in c["tokenizer"]) == 30
+    assert resolve_budget(compose("matt", ["experiment=paper"])) == 150  # 5% of 1,500 x 32 teacher lines, 16 a step
+    with pytest.raises(ValueError, match="budget= is required"):
+        resolve_budget(compose("matt", ["experiment=paper", "model=/some/model"]))
+
+
+def test_steps_to_target_rule_paired_or_censored():
+    from matt.run import _to_target
+
+    ok = _to_target("x", "s", "steps", [20, 30, 20], [50, 60, 70], 150, 750)
+    assert ok.verdict == "supported"
+    assert _to_target("x", "s", "steps", [80, 95, 85], [50, 60, 55], 150, 750).verdict == "not supported"
+    assert _to_target("x", "s", "steps", [None, None, 20], [50, 60, 70], 150, 750).verdict == "inconclusive"
+
+
+def test_grid_search_extends_past_the_edge():
+    from matt.run import _grid_search
+
+    best, scores = _grid_search(lambda x: (math.log10(x) + 4) ** 2, [1e-3, 1e-2], "x")  # optimum at 1e-4
+    assert best == pytest.approx(1e-4) and len(scores) == 4  # extended twice: 1e-4, then 1e-5 (worse)

@@ -12,8 +12,9 @@ attention-weighted value mean is **inferred**.)
 
 The loss is the mean over the first ``k`` layers (default ``⌈L/3⌉``), heads and segments of the
 squared error between the student's (teacher body, new embeddings, new tokenizer) and the teacher's
-segment-level attention outputs. Teacher targets are computed once per text and cached; the student
-runs only the first ``k`` blocks (no LM head).
+segment-level attention outputs. Teacher targets are computed once per text and cached; both the
+teacher (for its targets) and the student run only the first ``k`` blocks (no LM head). The shapes
+of the batches each call ran are kept in ``last_shapes`` for compute accounting (:mod:`matt.compute`).
 """
 
 from __future__ import annotations
@@ -115,6 +116,17 @@ def attention_outputs(model, input_ids, attention_mask, layers, *, stop: bool = 
     return [got[i] for i in layers]
 
 
+def _check_weights(model, bos: int) -> None:
+    """One one-token forward pass: the model must return attention weights (AIM is built on them)."""
+    dev = next(model.parameters()).device
+    ids = torch.tensor([[bos]], device=dev)
+    with torch.no_grad():
+        out = model(input_ids=ids, attention_mask=torch.ones_like(ids), output_attentions=True, use_cache=False)
+    att = getattr(out, "attentions", None)
+    if att is None or not len(att) or any(a is None for a in att):
+        raise ValueError("model returned no attention weights; load it with attn_implementation=\"eager\"")
+
+
 def _bos(tokenizer) -> int:
     for role in ("bos_token_id", "eos_token_id"):
         tid = getattr(tokenizer, role, None)
@@ -166,11 +178,13 @@ class AIMLoss(nn.Module):
 
         ModelAccess(teacher)  # the architecture self-check (blocks, norms, writers) before hooking it
         self.layers = resolve_layers(teacher, layers)
+        _check_weights(teacher, _bos(tokenizer))
         self.tokenizer = tokenizer
         self._teacher = [teacher]  # not a submodule: its weights are not the student's parameters
         self._cache: dict = {}
         self.skipped = 0
         self.max_len = _max_len(teacher)
+        self.last_shapes: dict = {"student": None, "teacher": []}
 
     @property
     def teacher(self):
@@ -206,9 +220,9 @@ class AIMLoss(nn.Module):
         for i in range(0, len(rows), 32):
             chunk = rows[i:i + 32]
             ids, mask = _pad([r[1] for r in chunk], _bos(self.tokenizer))
-            with torch.no_grad():
-                zs = attention_outputs(teacher, ids.to(dev), mask.to(dev), self.layers, stop=False,
-                                       need_weights=True)
+            self.last_shapes["teacher"].append(tuple(ids.shape))
+            with torch.no_grad():  # the first k blocks only (weights were checked once, in __init__)
+                zs = attention_outputs(teacher, ids.to(dev), mask.to(dev), self.layers, stop=True)
             for r, (t, _, idb, keep) in enumerate(chunk):
                 pa = torch.as_tensor([a for a, _ in keep], device=dev)
                 self._cache[(key0, t)] = (idb, [b for _, b in keep], [z[r, pa].detach() for z in zs])
@@ -220,11 +234,13 @@ class AIMLoss(nn.Module):
         check_fast(new_tokenizer, "new_tokenizer")
         if isinstance(texts, str) or not all(isinstance(t, str) for t in texts):
             raise TypeError("texts must be a list of strings")
+        self.last_shapes = {"student": None, "teacher": []}
         items = self._prepare(new_tokenizer, list(texts))
         if not items:
             raise ValueError("AIM: no line of the batch could be aligned (all were skipped)")
         dev = next(student.parameters()).device
         ids, mask = _pad([it[0] for it in items], _bos(new_tokenizer))
+        self.last_shapes["student"] = tuple(ids.shape)
         zs = attention_outputs(student, ids.to(dev), mask.to(dev), self.layers, stop=True)
         rows = torch.cat([torch.full((len(it[1]),), r, dtype=torch.long) for r, it in enumerate(items)]).to(dev)
         pos = torch.as_tensor([p for it in items for p in it[1]], dtype=torch.long, device=dev)

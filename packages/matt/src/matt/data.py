@@ -112,25 +112,38 @@ class SyntheticLanguages:
 
 
 def split_corpora(langs: SyntheticLanguages, *, n_teacher: int, share_b: float, n_transfer: int, n_eval: int,
-                  seed: int) -> dict:
+                  seed: int, tokenizer_share_b: float | None = None) -> dict:
     """Teacher data (A/B mix), B transfer data, held-out B evaluation and validation text, pairwise disjoint.
 
-    Lines of the transfer and evaluation sets that also occur in the teacher's data (or in each
-    other) are dropped and counted, so the held-out B text never reaches the teacher.
+    ``tokenizer`` is the corpus T_A is fitted on: ``n_teacher`` lines with a B share of
+    ``tokenizer_share_b`` (default: ``share_b``, i.e. the teacher's own data). A tokenizer fitted on
+    less B than the model saw is the situation tokenizer transfer is for: the model knows B, its
+    tokenizer fragments it. Lines of the transfer and evaluation sets that also occur in the teacher's
+    or the tokenizer's data (or in each other) are dropped and counted, so the held-out B text never
+    reaches the teacher.
     """
-    if not 0.0 <= share_b <= 1.0:
-        raise ValueError(f"share_b must be in [0, 1], got {share_b}")
-    n_b = int(round(n_teacher * share_b))
-    teacher = langs.sample("A", n_teacher - n_b, seed=seed) + langs.sample("B", n_b, seed=seed + 1)
-    np.random.default_rng(seed).shuffle(teacher)
-    seen = set(teacher)
+    tokenizer_share_b = share_b if tokenizer_share_b is None else tokenizer_share_b
+    for name, v in (("share_b", share_b), ("tokenizer_share_b", tokenizer_share_b)):
+        if not 0.0 <= v <= 1.0:
+            raise ValueError(f"{name} must be in [0, 1], got {v}")
+
+    def mix(share):
+        n_b = int(round(n_teacher * share))
+        out = langs.sample("A", n_teacher - n_b, seed=seed) + langs.sample("B", n_b, seed=seed + 1)
+        np.random.default_rng(seed).shuffle(out)
+        return out
+
+    teacher = mix(share_b)
+    tok = teacher if tokenizer_share_b == share_b else mix(tokenizer_share_b)
+    seen = set(teacher) | set(tok)
     transfer = [t for t in langs.sample("B", n_transfer, seed=seed + 2) if t not in seen]
     seen |= set(transfer)
     held = [t for t in langs.sample("B", n_eval, seed=seed + 3) if t not in seen]
     seen |= set(held)
     val = [t for t in langs.sample("B", n_eval, seed=seed + 4) if t not in seen]
     dropped = (n_transfer - len(transfer)) + 2 * n_eval - len(held) - len(val)
-    return {"teacher": teacher, "transfer": transfer, "eval": held, "val": val, "dropped_duplicates": dropped}
+    return {"teacher": teacher, "tokenizer": tok, "transfer": transfer, "eval": held, "val": val,
+            "dropped_duplicates": dropped}
 
 
 def read_lines(path, *, min_chars: int = 1) -> tuple[list[str], dict]:

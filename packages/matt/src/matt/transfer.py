@@ -16,8 +16,9 @@ import torch
 from torch.nn import functional as F
 from tqdm.auto import tqdm
 
-from matt.aim import AIMLoss, _bos, _max_len, _pad, check_causal_lm, check_eager, resolve_layers
+from matt.aim import AIMLoss, _bos, _max_len, _pad, attention_outputs, check_causal_lm, check_eager, resolve_layers
 from matt.align import check_fast
+from matt.compute import ShapeFlops
 from matt.init import focus_init, fvt_init, overlap, random_init
 
 log = logging.getLogger(__name__)
@@ -137,7 +138,10 @@ def transfer(model, tokenizer, new_tokenizer, texts, *, init: str = "focus", aim
 
     AdamW (no weight decay), linear warm-up over ``warmup`` steps, then a constant rate (so a run of
     ``n`` steps is the prefix of a longer one with the same seed). ``callback(info)`` is called after
-    every step with ``{"step", "phase", "loss", "train_s", "model"}`` (``train_s``: training wall time so far).
+    every step with ``{"step", "phase", "loss", "train_s", "flops", "model"}`` (``train_s``: training wall
+    time so far; ``flops``: counted matrix-product FLOPs so far, forward and backward, the teacher's
+    forward passes for AIM targets included; see :mod:`matt.compute`). The totals are also left on the
+    student as ``student.train_flops``.
 
     Returns:
         ``(student, new_tokenizer)``; ``model`` itself is left unchanged.
@@ -176,10 +180,10 @@ def transfer(model, tokenizer, new_tokenizer, texts, *, init: str = "focus", aim
         fvt_init(student, tokenizer, new_tokenizer)
     else:
         random_init(student, tokenizer, new_tokenizer, seed=seed)
-    train_s, step = 0.0, 0
+    train_s, step, flops = 0.0, 0, 0
 
-    def run_phase(phase, n, loss_fn, params, rate, rng):
-        nonlocal train_s, step
+    def run_phase(phase, n, loss_fn, params, rate, rng, cost):
+        nonlocal train_s, step, flops
         opt = torch.optim.AdamW(params, lr=rate, weight_decay=0.0, betas=(0.9, 0.98))
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / max(warmup, 1)))
         batches = _batches(len(texts), batch_size, rng)
@@ -194,9 +198,11 @@ def transfer(model, tokenizer, new_tokenizer, texts, *, init: str = "focus", aim
             opt.step()
             sched.step()
             train_s += time.perf_counter() - t0
+            flops += cost()
             step += 1
             if callback is not None:
-                callback({"step": step, "phase": phase, "loss": loss.item(), "train_s": train_s, "model": student})
+                callback({"step": step, "phase": phase, "loss": loss.item(), "train_s": train_s, "flops": flops,
+                          "model": student})
 
     # AIM warm-up
     if aim_steps:
@@ -210,8 +216,27 @@ def transfer(model, tokenizer, new_tokenizer, texts, *, init: str = "focus", aim
             if freeze_overlap:
                 rows = torch.as_tensor(sorted(overlap(tokenizer, new_tokenizer)), device=p.device)
                 hooks.append(p.register_hook(_freeze_rows_hook(rows)))
+        dev = next(student.parameters()).device
+
+        def aim_work(ids, mask):
+            zs = attention_outputs(student, ids, mask, aim.layers, stop=True)
+            sum((z.float() ** 2).sum() for z in zs).backward()
+            for p in emb:
+                p.grad = None
+
+        def teacher_work(ids, mask):
+            with torch.no_grad():
+                attention_outputs(model, ids, mask, aim.layers, stop=True)
+
+        s_flops = ShapeFlops(aim_work, token_id=_bos(new_tokenizer), device=dev)
+        t_flops = ShapeFlops(teacher_work, token_id=_bos(tokenizer), device=next(model.parameters()).device)
+
+        def aim_cost():
+            sh = aim.last_shapes
+            return s_flops(*sh["student"]) + sum(t_flops(*x) for x in sh["teacher"])
+
         run_phase("aim", aim_steps, lambda b: aim(student, new_tokenizer, b), emb, aim_lr,
-                  np.random.default_rng([seed, 1]))
+                  np.random.default_rng([seed, 1]), aim_cost)
         for h in hooks:
             h.remove()
         if aim.skipped:
@@ -227,15 +252,24 @@ def transfer(model, tokenizer, new_tokenizer, texts, *, init: str = "focus", aim
         dev = next(student.parameters()).device
         pad = _bos(new_tokenizer)
         wrapped, params = _set_trainable(student, train)
+        shape = [None]
 
         def lm_step(batch):
             ids, mask = _pad([lookup[t] for t in batch], pad)
+            shape[0] = tuple(ids.shape)
             return lm_loss(wrapped, ids.to(dev), mask.to(dev))
 
-        run_phase("lm", lm_steps, lm_step, params, lr, np.random.default_rng([seed, 2]))
+        def lm_work(ids, mask):
+            lm_loss(wrapped, ids, mask).backward()
+            for p in params:
+                p.grad = None
+
+        l_flops = ShapeFlops(lm_work, token_id=pad, device=dev)
+        run_phase("lm", lm_steps, lm_step, params, lr, np.random.default_rng([seed, 2]), lambda: l_flops(*shape[0]))
         if train == "lora":
             student = wrapped.merge_and_unload()
     for p in student.parameters():
         p.requires_grad_(True)
     student.eval()
+    student.train_flops = flops
     return student, new_tokenizer
