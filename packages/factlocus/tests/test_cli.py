@@ -5,7 +5,7 @@ import pytest
 from paperworks.hydra_glue import compose
 from paperworks.testing import run_cli, smoke_without_matplotlib
 
-CLAIMS = {"module_depends_on_axis_and_load", "probes_vs_patching_disagree", "probe_gap_collapses_subject",
+CLAIMS = {"module_depends_on_axis", "module_depends_on_load", "probes_vs_patching_disagree", "probe_gap_collapses_subject",
           "subject_specialisation_survives_tight", "chain_dominance_subject", "scrubbing_confirms_chain",
           "scrubbing_sharpest_subject", "compressions_compete", "answer_most_localised", "two_hop_structure",
           "chain_tracks_threshold", "two_hop_two_step_chain", "crossover_order_of_magnitude"}
