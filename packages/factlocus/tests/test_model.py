@@ -51,3 +51,22 @@ def test_warm_restarts_run_only_when_the_target_is_missed():
         train_recall_model(w, steps=5, restarts=-1)
     with pytest.raises(ValueError, match="restart"):
         train_recall_model(w, steps=5, restart_lr=0.0)
+
+
+def test_plateau_stops_a_saturated_model_and_reports_it():
+    w = FactWorld(n_subjects=16, n_relations=2, n_answers=8, seed=3)
+    # a gain below 1.0 is certain: the second cycle ends training and the model is saturated
+    _, _, info = train_recall_model(w, width=16, heads=2, steps=5, lr=0.02, batch=32, restarts=3, check_every=5,
+                                    plateau=1.0)
+    assert info["cycles"] == 2 and info["steps"] == 10 and info["saturated"]
+    assert len(info["cycle_recalls"]) == 2
+    # a gain above the plateau is required to go on: with a tiny plateau the cycles that still learn keep going
+    _, _, fresh = train_recall_model(w, width=16, heads=2, steps=40, lr=0.02, batch=32, restarts=1, check_every=40,
+                                     plateau=1e-9)
+    gain = fresh["cycle_recalls"][-1] - fresh["cycle_recalls"][-2]
+    assert fresh["saturated"] == (gain < 1e-9)
+    # one cycle cannot show a plateau; without `plateau` nothing is called saturated
+    assert not train_recall_model(w, width=16, heads=2, steps=5, restarts=0, plateau=1.0)[2]["saturated"]
+    assert not train_recall_model(w, width=16, heads=2, steps=5, restarts=1)[2]["saturated"]
+    with pytest.raises(ValueError, match="plateau"):
+        train_recall_model(w, steps=5, plateau=0.0)

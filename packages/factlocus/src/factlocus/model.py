@@ -67,7 +67,7 @@ def recall_accuracy(model: nn.Module, data: PromptSet, batch: int = 4096) -> flo
 def train_recall_model(world: FactWorld, *, width: int = 64, layers: int = 2, heads: int = 4, arch: str = "gpt2",
                        kv_heads: int | None = None, steps: int = 2000, lr: float = 3e-3, batch: int = 1024,
                        target: float = 0.999, check_every: int = 100, restarts: int = 0, restart_lr: float = 1.0,
-                       seed: int = 0, device: str = "cpu"):
+                       plateau: float | None = None, seed: int = 0, device: str = "cpu"):
     """Train a tiny causal LM to recall every fact of ``world``; returns ``(model, tokenizer, info)``.
 
     The loss is the cross-entropy of the answer token at the last prompt position, over every set of
@@ -78,7 +78,15 @@ def train_recall_model(world: FactWorld, *, width: int = 64, layers: int = 2, he
     ``restarts`` further cosine cycles of ``steps`` steps each continue from the current weights and
     optimiser state, cycle ``k`` peaking at ``lr * restart_lr**k`` (warm restarts: near the capacity
     limit a model can end a cycle a few percent short of the target, and another cycle finishes the job).
+    ``plateau``: stop once a whole cycle raised recall (the smallest over the training sets) by less than
+    ``plateau`` over the previous cycle's end -- the model is *saturated*: more of the same training does not
+    recall more facts (the precondition of a measurement on an over-capacity model, which cannot reach the
+    target). A cycle anneals the learning rate to zero, so a plateau *within* a cycle says nothing; only a
+    further cycle from a warm restart can show one. A slow escape from a long plateau after the last cycle
+    is not excluded.
     ``info`` holds ``steps`` (all cycles), ``cycles`` (how many ran), ``recall`` (one-hop facts),
+    ``cycle_recalls`` (recall at the end of each completed cycle), ``saturated`` (at least two cycles completed
+    and the last raised recall by less than ``plateau``; ``False`` without ``plateau``),
     ``recall_sets`` (per training set), ``params``, the capacity load ``lambda`` of the one-hop facts
     and, for two-hop worlds, ``two_hop_heldout`` (top-1 accuracy on the held-out compositions, which
     training never saw). ``device``: where to train (``"cpu"``, ``"cuda"``, ``"auto"``).
@@ -91,6 +99,8 @@ def train_recall_model(world: FactWorld, *, width: int = 64, layers: int = 2, he
     target = check_float(target, "target", minimum=0.0, maximum=1.0, open_minimum=True)   # 1.5 would train forever
     if restarts < 0 or not 0 < restart_lr <= 1:
         raise ValueError(f"need restarts >= 0 and 0 < restart_lr <= 1, got restarts={restarts}, restart_lr={restart_lr}")
+    if plateau is not None:
+        plateau = check_float(plateau, "plateau", minimum=0.0, maximum=1.0, open_minimum=True)
     tok = world.tokenizer()
     sets = world.training_sets(tok)
     n_ctx = max(8, *(ps.input_ids.shape[1] for ps in sets.values()))
@@ -108,7 +118,7 @@ def train_recall_model(world: FactWorld, *, width: int = 64, layers: int = 2, he
                        * 0.5 * (1 + math.cos(math.pi * (t % steps) / steps)))
     sched = torch.optim.lr_scheduler.LambdaLR(opt, shape)
     gen = torch.Generator().manual_seed(seed)
-    recalls, done = {k: 0.0 for k in sets}, 0
+    recalls, done, cycle_recalls = {k: 0.0 for k in sets}, 0, []
     for step in range(steps * (1 + restarts)):
         loss = 0.0
         for k, (ids, ans) in tensors.items():
@@ -129,11 +139,17 @@ def train_recall_model(world: FactWorld, *, width: int = 64, layers: int = 2, he
             model.train()
             if min(recalls.values()) >= target:
                 break
+            if done % steps == 0:
+                cycle_recalls.append(min(recalls.values()))
+                if plateau is not None and len(cycle_recalls) >= 2 and cycle_recalls[-1] - cycle_recalls[-2] < plateau:
+                    break
     model.eval()
     from factlocus.capacity import capacity_load
 
     params = count_parameters(model)
+    saturated = (plateau is not None and len(cycle_recalls) >= 2 and cycle_recalls[-1] - cycle_recalls[-2] < plateau)
     info = {"steps": done, "cycles": -(-done // steps), "recall": recalls["one_hop"], "recall_sets": recalls, "params": params,
+            "cycle_recalls": cycle_recalls, "saturated": bool(saturated),
             "lambda": capacity_load(world.n_facts, world.n_answers, params)}
     if world.n_bridges and world.holdout > 0:
         info["two_hop_heldout"] = recall_accuracy(model, world.two_hop_prompt_set(tok, "heldout"))
